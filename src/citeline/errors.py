@@ -1,0 +1,81 @@
+"""User-facing errors. Each message says what went wrong and what to do about it."""
+
+from __future__ import annotations
+
+
+class CitelineError(Exception):
+    """Base class: the CLI prints the message (no traceback) and exits non-zero."""
+
+    exit_code = 1
+
+
+class ParseError(CitelineError):
+    """A file could not be read as a document. The batch goes on without it."""
+
+    def __init__(self, path: str, reason: str) -> None:
+        super().__init__(f"{path}: {reason}")
+        self.path = path
+        self.reason = reason
+
+
+class UnsupportedFormatError(ParseError):
+    pass
+
+
+class NotAnIndexError(CitelineError):
+    def __init__(self, path: str, reason: str = "") -> None:
+        detail = f" ({reason})" if reason else ""
+        super().__init__(
+            f"{path} is not a citeline index{detail}. Point --index (or CITELINE_INDEX) at an "
+            "index folder, or at an empty or new folder to create one."
+        )
+
+
+class SchemaTooNewError(CitelineError):
+    def __init__(self, path: str, found: int, supported: int) -> None:
+        super().__init__(
+            f"{path} has index schema version {found}, newer than this citeline supports "
+            f"({supported}). Upgrade citeline to open it."
+        )
+
+
+class EmbedderMismatchError(CitelineError):
+    def __init__(self, index_embedder: str, requested: str) -> None:
+        super().__init__(
+            f"This index holds vectors from embedder '{index_embedder}', not '{requested}'. "
+            f"Vectors from two embedders cannot be mixed: run `citeline reindex --embedder {requested}` "
+            "to rebuild them, or use the index's embedder."
+        )
+
+
+class UnknownBackendError(CitelineError):
+    def __init__(self, kind: str, name: str, known: list[str]) -> None:
+        super().__init__(f"Unknown {kind} '{name}'. Choose one of: {', '.join(sorted(known))}.")
+
+
+class MissingExtraError(CitelineError, ImportError):
+    """An optional dependency is not installed."""
+
+    def __init__(self, feature: str, package: str, extra: str) -> None:
+        super().__init__(
+            f"{feature} needs the '{package}' package. Install it with: pip install 'citeline[{extra}]'"
+        )
+
+
+class InvalidQuestionError(CitelineError):
+    pass
+
+
+class DocumentNotFoundError(CitelineError):
+    def __init__(self, source: str) -> None:
+        super().__init__(
+            f"No document '{source}' in this index. `citeline status --json` lists what is indexed."
+        )
+
+
+class ConfigError(CitelineError):
+    pass
+
+
+class GeneratorError(CitelineError):
+    """The generator backend failed (server down, bad key, model file missing)."""

@@ -1,0 +1,228 @@
+"""The data that flows through the pipeline, as frozen dataclasses.
+
+Spans everywhere are 0-based, end-exclusive Unicode code-point offsets into the
+whole stored text of a document (``Document.text``), so ``text[start:end]`` is
+always the exact quoted passage.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+BlockKind = Literal["paragraph", "table", "code", "list", "heading"]
+
+REFUSAL = "I could not find this in the available documents."
+
+
+@dataclass(frozen=True)
+class Block:
+    """One structural unit of a parsed document: a paragraph, table, code block...
+
+    ``heading_trail`` is the chain of headings above the block (not including the
+    document title). ``page``/``page_end`` are 1-based physical pages (None for
+    formats without pages).
+    """
+
+    kind: BlockKind
+    start: int
+    end: int
+    heading_trail: tuple[str, ...] = ()
+    page: int | None = None
+    page_end: int | None = None
+
+
+@dataclass(frozen=True)
+class ParsedDocument:
+    """What a parser returns: the whole text and its ordered blocks."""
+
+    text: str
+    blocks: tuple[Block, ...]
+    title: str
+    format: str
+    page_count: int | None = None
+    metadata: dict[str, Any] = field(default_factory=dict)
+    # Where each page starts in ``text`` (PDF only): page i (1-based) starts at page_starts[i-1].
+    page_starts: tuple[int, ...] = ()
+
+
+@dataclass(frozen=True)
+class Document:
+    """A stored document and its metadata."""
+
+    id: str
+    source: str
+    title: str
+    format: str
+    content_hash: str
+    size: int
+    mtime: float
+    page_count: int | None
+    tags: dict[str, str] = field(default_factory=dict)
+    acl: tuple[str, ...] = ()
+    metadata: dict[str, Any] = field(default_factory=dict)
+    added_at: float = 0.0
+    updated_at: float = 0.0
+
+
+@dataclass(frozen=True)
+class Chunk:
+    """A retrievable passage: an exact span of its document plus the text that is indexed.
+
+    ``text == document_text[start:end]``; ``index_text`` is what is embedded and
+    keyword-indexed: the context prefix "Title > Heading > Subheading" followed by the
+    chunk's content (a split table repeats its header row there).
+    """
+
+    id: str
+    document_id: str
+    ordinal: int
+    start: int
+    end: int
+    text: str
+    index_text: str
+    heading_trail: tuple[str, ...]
+    kind: BlockKind
+    page: int | None = None
+    page_end: int | None = None
+    token_count: int = 0
+
+    @property
+    def heading(self) -> str:
+        return " > ".join(self.heading_trail)
+
+
+@dataclass(frozen=True)
+class StageScore:
+    """A hit's score and 1-based rank in one retrieval stage."""
+
+    score: float
+    rank: int
+
+
+@dataclass(frozen=True)
+class Hit:
+    """A retrieved chunk with the scores each stage gave it."""
+
+    chunk: Chunk
+    source: str
+    title: str
+    score: float
+    stages: dict[str, StageScore] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Passage:
+    """A numbered passage in the answer context ([n] refers to ``number``)."""
+
+    number: int
+    hit: Hit
+    text: str  # the (possibly compressed) text shown to the generator
+
+    @property
+    def chunk(self) -> Chunk:
+        return self.hit.chunk
+
+
+@dataclass(frozen=True)
+class DraftSentence:
+    """A sentence as a generator produced it, with the passage numbers it cited."""
+
+    text: str
+    citations: tuple[int, ...]
+
+
+@dataclass(frozen=True)
+class Draft:
+    """A generator's raw output, before citation resolution and verification."""
+
+    sentences: tuple[DraftSentence, ...]
+    refused: bool = False
+    raw: str = ""
+    invented_citations: tuple[int, ...] = ()
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+
+
+@dataclass(frozen=True)
+class Citation:
+    """A numbered source that resolves to a place a user can open."""
+
+    n: int
+    document_id: str
+    source: str
+    title: str
+    page: int | None
+    page_end: int | None
+    heading: str
+    start: int
+    end: int
+    quote: str
+    chunk_id: str
+    quote_start: int
+    quote_end: int
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "n": self.n,
+            "document_id": self.document_id,
+            "source": self.source,
+            "title": self.title,
+            "page": self.page,
+            "page_end": self.page_end,
+            "heading": self.heading,
+            "start": self.start,
+            "end": self.end,
+            "quote": self.quote,
+            "chunk_id": self.chunk_id,
+            "quote_start": self.quote_start,
+            "quote_end": self.quote_end,
+        }
+
+
+@dataclass(frozen=True)
+class AnswerSentence:
+    text: str
+    citations: tuple[int, ...]
+    supported: bool
+    removed: bool
+    support_score: float = 0.0
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "text": self.text,
+            "citations": list(self.citations),
+            "supported": self.supported,
+            "removed": self.removed,
+            "support_score": round(self.support_score, 4),
+        }
+
+
+@dataclass(frozen=True)
+class Answer:
+    question: str
+    answer: str
+    refused: bool
+    citations: tuple[Citation, ...]
+    sentences: tuple[AnswerSentence, ...] = ()
+    dropped_citations: tuple[int, ...] = ()
+    generator: str = "extractive"
+    trace_id: str | None = None
+    timings_ms: dict[str, float] = field(default_factory=dict)
+    relevance: float = 0.0
+    refusal_reason: str | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "question": self.question,
+            "answer": self.answer,
+            "refused": self.refused,
+            "citations": [c.to_json() for c in self.citations],
+            "sentences": [s.to_json() for s in self.sentences],
+            "dropped_citations": list(self.dropped_citations),
+            "generator": self.generator,
+            "trace_id": self.trace_id,
+            "timings_ms": {k: round(v, 2) for k, v in self.timings_ms.items()},
+            "relevance": round(self.relevance, 4),
+            "refusal_reason": self.refusal_reason,
+        }
