@@ -1,0 +1,242 @@
+"""Ask: retrieve, select context, guard, generate, resolve citations, check claims, trace."""
+
+from __future__ import annotations
+
+import time
+import uuid
+import warnings
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from citeline.answer.generators.base import Generator
+from citeline.answer.relevance import Relevance, assess
+from citeline.answer.verify import Verifier
+from citeline.errors import InvalidQuestionError
+from citeline.index.sqlite import SqliteStore, text_hash
+from citeline.models import REFUSAL, Answer, AnswerSentence, Citation, Draft, Hit, Passage
+from citeline.rerank.base import Reranker
+from citeline.retrieval.diversity import mmr
+from citeline.retrieval.filters import Filter
+from citeline.retrieval.hybrid import HybridRetriever, Retrieval
+from citeline.settings import Settings
+
+
+@dataclass
+class Stage:
+    """Times a block and records it under ``name``."""
+
+    timings: dict[str, float]
+    name: str
+
+    def __enter__(self) -> Stage:
+        self.t = time.perf_counter()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.timings[self.name] = self.timings.get(self.name, 0.0) + (time.perf_counter() - self.t) * 1000
+
+
+def _hit_json(hit: Hit) -> dict[str, Any]:
+    return {
+        "chunk_id": hit.chunk.id,
+        "source": hit.source,
+        "heading": hit.chunk.heading,
+        "start": hit.chunk.start,
+        "end": hit.chunk.end,
+        "score": round(hit.score, 6),
+        "stages": {k: {"score": round(v.score, 6), "rank": v.rank} for k, v in hit.stages.items()},
+    }
+
+
+class Answerer:
+    def __init__(
+        self,
+        store: SqliteStore,
+        retriever: HybridRetriever,
+        generator: Generator,
+        verifier: Verifier,
+        settings: Settings,
+        reranker: Reranker | None = None,
+    ) -> None:
+        self.store = store
+        self.retriever = retriever
+        self.generator = generator
+        self.verifier = verifier
+        self.settings = settings
+        self.reranker = reranker
+
+    def check_question(self, question: str) -> str:
+        question = " ".join(question.split())
+        if not question:
+            raise InvalidQuestionError("The question is empty. Ask something, e.g. citeline ask \"How do I ...?\"")
+        if len(question) > self.settings.max_question_chars:
+            raise InvalidQuestionError(
+                f"The question is {len(question):,} characters long; the limit is "
+                f"{self.settings.max_question_chars:,} (max_question_chars). Shorten it to the actual question."
+            )
+        return question
+
+    def context(self, retrieval: Retrieval, timings: dict[str, float]) -> list[Hit]:
+        """Rerank the candidates, then choose a diverse top-n for the prompt."""
+        hits = retrieval.hits
+        if self.reranker is not None and hits:
+            with Stage(timings, "rerank"):
+                hits = self.reranker.rerank(retrieval.query, hits[: self.settings.rerank_depth])
+        n = self.settings.context_passages
+        if len(hits) <= 1:
+            return hits[:n]
+        with Stage(timings, "diversify"):
+            by_hash = {h.chunk.id: text_hash(h.chunk.index_text) for h in hits}
+            cached = self.store.cached_vectors(by_hash.values())
+            if len(cached) < len(set(by_hash.values())):
+                return hits[:n]
+            vectors = np.stack([cached[by_hash[h.chunk.id]] for h in hits])
+            relevance = [float(-i) for i in range(len(hits))]  # rank order is the relevance we trust
+            order = mmr(hits, relevance, vectors, n, self.settings.mmr_lambda)
+        return [hits[i] for i in order]
+
+    def ask(
+        self,
+        question: str,
+        flt: Filter | None = None,
+    ) -> Answer:
+        t0 = time.perf_counter()
+        question = self.check_question(question)
+        flt = flt or Filter()
+        timings: dict[str, float] = {}
+        with Stage(timings, "retrieve"):
+            retrieval = self.retriever.retrieve(
+                question, flt, k=self.settings.top_k, fusion=self.settings.fusion,
+                rrf_k=self.settings.rrf_k, alpha=self.settings.alpha,
+            )
+        context = self.context(retrieval, timings)
+        relevance = assess(question, context)
+        passages = [Passage(i, hit, hit.chunk.text) for i, hit in enumerate(context, 1)]
+        trace: dict[str, Any] = {
+            "question": question,
+            "filter": {"principal": flt.principal.user, "groups": list(flt.principal.groups)},
+            "candidates": {
+                "bm25": [{"chunk_id": c, "score": round(s, 6)} for c, s in retrieval.lexical],
+                "dense": [{"chunk_id": c, "score": round(s, 6)} for c, s in retrieval.dense],
+                "fused": [_hit_json(h) for h in retrieval.hits],
+            },
+            "context": [{"n": p.number, **_hit_json(p.hit)} for p in passages],
+            "relevance": relevance.to_json(),
+            "threshold": self.settings.refusal_threshold,
+            "generator": self.generator.name,
+        }
+        reason = self._refusal_reason(relevance, passages)
+        draft: Draft | None = None
+        if reason is None:
+            with Stage(timings, "generate"):
+                draft = self.generator.generate(question, passages)
+            trace["raw_completion"] = draft.raw
+            trace["tokens"] = {"prompt": draft.prompt_tokens, "completion": draft.completion_tokens}
+        else:
+            trace["generator_called"] = False
+        answer = self._resolve(question, passages, draft, relevance, reason, timings, trace)
+        timings["total"] = (time.perf_counter() - t0) * 1000
+        trace["timings_ms"] = timings
+        trace_id = self._save_trace(question, answer, trace)
+        return Answer(
+            question=answer.question, answer=answer.answer, refused=answer.refused, citations=answer.citations,
+            sentences=answer.sentences, dropped_citations=answer.dropped_citations, generator=answer.generator,
+            trace_id=trace_id, timings_ms=timings, relevance=relevance.score, refusal_reason=answer.refusal_reason,
+        )
+
+    def _refusal_reason(self, relevance: Relevance, passages: Sequence[Passage]) -> str | None:
+        if not passages:
+            return "nothing retrieved"
+        if relevance.missing_identifiers:
+            return f"not in any retrieved passage: {', '.join(relevance.missing_identifiers)}"
+        if relevance.score < self.settings.refusal_threshold:
+            return f"relevance {relevance.score:.2f} below threshold {self.settings.refusal_threshold:.2f}"
+        return None
+
+    def _resolve(
+        self,
+        question: str,
+        passages: list[Passage],
+        draft: Draft | None,
+        relevance: Relevance,
+        reason: str | None,
+        timings: dict[str, float],
+        trace: dict[str, Any],
+    ) -> Answer:
+        def refusal(why: str, sentences: tuple[AnswerSentence, ...] = (), dropped: tuple[int, ...] = ()) -> Answer:
+            trace["refusal_reason"] = why
+            return Answer(question, REFUSAL, True, (), sentences, dropped, self.generator.name,
+                          relevance=relevance.score, refusal_reason=why)
+
+        if draft is None:
+            return refusal(reason or "refused")
+        if draft.refused or not draft.sentences:
+            return refusal("the generator found no answer in the sources")
+        by_number = {p.number: p for p in passages}
+        dropped = list(draft.invented_citations)
+        sentences: list[AnswerSentence] = []
+        quotes: dict[int, list[tuple[int, int]]] = {}
+        checks = []
+        with Stage(timings, "verify"):
+            for s in draft.sentences:
+                valid = tuple(n for n in dict.fromkeys(s.citations) if n in by_number)
+                dropped += [n for n in s.citations if n not in by_number]
+                cited = [(n, by_number[n].chunk.text, by_number[n].chunk.start) for n in valid]
+                support = self.verifier.check(s.text, cited)
+                keep = support.supported or self.settings.unsupported == "mark"
+                sentences.append(AnswerSentence(s.text, valid, support.supported, not keep, support.score))
+                checks.append({"text": s.text, "citations": list(valid), "supported": support.supported,
+                               "score": round(support.score, 4), "reason": support.reason})
+                if keep:
+                    for n, span in support.quotes.items():
+                        quotes.setdefault(n, []).append(span)
+        trace["verification"] = checks
+        trace["dropped_citations"] = dropped
+        kept = [s for s in sentences if not s.removed and s.citations]
+        if not any(s.supported for s in kept):
+            return refusal("no answer sentence is supported by its cited passage", tuple(sentences), tuple(dropped))
+        # Renumber by first appearance so the reader sees [1], [2], ... in order.
+        order = list(dict.fromkeys(n for s in kept for n in s.citations))
+        renumber = {old: new for new, old in enumerate(order, 1)}
+        final = [
+            AnswerSentence(s.text, tuple(renumber[n] for n in s.citations), s.supported, s.removed, s.support_score)
+            if not s.removed else s
+            for s in sentences
+        ]
+        text = " ".join(
+            s.text + "".join(f" [{n}]" for n in s.citations) + ("" if s.supported else " (unverified)")
+            for s in final if not s.removed and s.citations
+        )
+        citations = []
+        for old in order:
+            p = by_number[old]
+            spans = quotes.get(old) or [(p.chunk.start, p.chunk.end)]
+            citations.append(Citation(
+                n=renumber[old], document_id=p.chunk.document_id, source=p.hit.source, title=p.hit.title,
+                page=p.chunk.page, page_end=p.chunk.page_end, heading=p.chunk.heading,
+                start=p.chunk.start, end=p.chunk.end, quote=p.chunk.text, chunk_id=p.chunk.id,
+                quote_start=min(a for a, _ in spans), quote_end=max(b for _, b in spans),
+            ))
+        trace["citations"] = [c.to_json() for c in citations]
+        return Answer(question, text, False, tuple(citations), tuple(final), tuple(dropped), self.generator.name,
+                      relevance=relevance.score)
+
+    def _save_trace(self, question: str, answer: Answer, trace: dict[str, Any]) -> str | None:
+        if not self.settings.trace:
+            return None
+        trace_id = uuid.uuid4().hex[:16]
+        trace["id"] = trace_id
+        trace["answer"] = answer.answer
+        trace["refused"] = answer.refused
+        support = (
+            sum(s.supported for s in answer.sentences) / len(answer.sentences) if answer.sentences else None
+        )
+        try:
+            self.store.save_trace(trace_id, question, answer.refused, support, trace)
+        except Exception as exc:  # a read-only or locked index must not cost the user the answer
+            warnings.warn(f"Could not write the trace ({exc}); the answer is returned without one.", stacklevel=2)
+            return None
+        return trace_id

@@ -1,0 +1,84 @@
+"""The offline default generator: picks the sentences of the passages that best answer the question.
+
+No LLM: every answer sentence is a verbatim unit (sentence, table row, list item) of a
+numbered passage, so its citation is right by construction.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+
+from citeline.answer.relevance import evidence_words, term_present
+from citeline.answer.units import Unit, passage_units
+from citeline.embedding.base import Embedder
+from citeline.models import Draft, DraftSentence, Passage
+from citeline.retrieval.bm25 import query_terms
+
+SIMILARITY_WEIGHT = 0.55
+OVERLAP_WEIGHT = 0.45
+
+
+@dataclass(frozen=True)
+class Scored:
+    passage: int
+    unit: Unit
+    score: float
+
+
+class ExtractiveGenerator:
+    name = "extractive"
+    context_tokens = 4096
+
+    def __init__(self, embedder: Embedder, max_sentences: int = 3, keep_ratio: float = 0.85) -> None:
+        self.embedder = embedder
+        self.max_sentences = max_sentences
+        self.keep_ratio = keep_ratio
+
+    def score_units(self, question: str, passages: Sequence[Passage]) -> list[Scored]:
+        candidates: list[tuple[int, Unit, str]] = []
+        for p in passages:
+            for unit in passage_units(p.chunk.text, p.chunk.start):
+                context = " > ".join(p.chunk.heading_trail[-2:])
+                candidates.append((p.number, unit, f"{context}: {unit.text}" if context else unit.text))
+        if not candidates:
+            return []
+        vectors = self.embedder.embed([question] + [c[2] for c in candidates])
+        sims = vectors[1:] @ vectors[0]
+        terms = query_terms(question)
+        scored = []
+        for (n, unit, contextual), sim in zip(candidates, sims, strict=True):
+            lowered = contextual.lower()
+            words = evidence_words(lowered)
+            overlap = sum(term_present(t, words, lowered) for t in terms) / len(terms) if terms else 0.0
+            score = SIMILARITY_WEIGHT * float(sim) + OVERLAP_WEIGHT * overlap
+            scored.append(Scored(n, unit, score))
+        scored.sort(key=lambda s: -s.score)
+        return scored
+
+    def select(self, scored: list[Scored]) -> list[Scored]:
+        chosen: list[Scored] = []
+        seen: list[set[str]] = []
+        for s in scored:
+            if len(chosen) >= self.max_sentences:
+                break
+            if chosen and s.score < self.keep_ratio * chosen[0].score:
+                break
+            words = set(s.unit.text.lower().split())
+            if any(len(words & w) / max(1, len(words | w)) > 0.7 for w in seen):
+                continue  # near-duplicate of a chosen sentence (overlapping chunks repeat text)
+            chosen.append(s)
+            seen.append(words)
+        return chosen
+
+    def generate(self, question: str, passages: Sequence[Passage]) -> Draft:
+        chosen = self.select(self.score_units(question, passages))
+        sentences = tuple(DraftSentence(s.unit.text, (s.passage,)) for s in chosen)
+        raw = " ".join(f"{s.text} [{s.citations[0]}]" for s in sentences)
+        return Draft(sentences=sentences, refused=not sentences, raw=raw)
+
+    def stream(self, question: str, passages: Sequence[Passage]) -> Iterator[str]:
+        """Sentence by sentence; each piece ends after its complete [n] markers."""
+        draft = self.generate(question, passages)
+        for i, s in enumerate(draft.sentences):
+            yield ("" if i == 0 else " ") + s.text + "".join(f" [{n}]" for n in s.citations)

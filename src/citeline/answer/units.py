@@ -1,0 +1,98 @@
+"""Quotable units of a passage: sentences, table rows, list items, code blocks, with exact spans."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from citeline.chunking import sentence_spans
+
+_BULLET = re.compile(r"^\s*(?:[-*+]|\d+[.)])\s+")
+_TABLE_SEP = re.compile(r"^\s*\|?[\s:|-]+\|?\s*$")
+_MARKUP = re.compile(r"(\*\*|__|^>\s?|^#+\s+)", re.MULTILINE)
+
+
+@dataclass(frozen=True)
+class Unit:
+    """``start``/``end`` are offsets into the document text; ``text`` is readable answer text."""
+
+    start: int
+    end: int
+    text: str
+    kind: str
+
+
+def _cells(row: str) -> list[str]:
+    return [c.strip() for c in row.strip().strip("|").split("|")]
+
+
+def readable(text: str) -> str:
+    """Answer text for a span: Markdown emphasis and bullets dropped, whitespace collapsed."""
+    text = _BULLET.sub("", text)
+    text = _MARKUP.sub("", text)
+    return " ".join(text.split())
+
+
+def passage_units(text: str, offset: int = 0) -> list[Unit]:
+    """Split a passage into units; spans are exact, trimmed, and shifted by ``offset``
+    (the passage's start in its document) so they index the document text."""
+    units = _units(text)
+    return [Unit(u.start + offset, u.end + offset, u.text, u.kind) for u in units]
+
+
+def _units(doc_text: str) -> list[Unit]:
+    start, end = 0, len(doc_text)
+    units: list[Unit] = []
+    pos = start
+    header: list[str] | None = None
+    in_code = False
+    code_start = 0
+    for line in doc_text[start:end].split("\n"):
+        a, b = pos, pos + len(line)
+        pos = b + 1
+        stripped = line.strip()
+        if stripped.startswith("```") or stripped.startswith("~~~"):
+            if in_code:
+                units.append(Unit(code_start, b, doc_text[code_start:b], "code"))
+            else:
+                code_start = a + (len(line) - len(line.lstrip()))
+            in_code = not in_code
+            continue
+        if in_code or not stripped:
+            if not stripped:
+                header = None
+            continue
+        lead = len(line) - len(line.lstrip())
+        a, b = a + lead, a + len(line.rstrip())
+        if stripped.startswith("|"):
+            if _TABLE_SEP.match(stripped):
+                continue
+            cells = _cells(stripped)
+            if header is None:
+                header = cells
+                continue
+            pairs = [f"{h}: {c}" for h, c in zip(header, cells, strict=False) if c]
+            units.append(Unit(a, b, "; ".join(pairs) + ".", "row"))
+            continue
+        header = None
+        if _BULLET.match(line):
+            units.append(Unit(a, b, readable(stripped), "item"))
+            continue
+        for sa, sb in sentence_spans(doc_text, a, b):
+            units.append(Unit(sa, sb, readable(doc_text[sa:sb]), "sentence"))
+    if in_code:
+        units.append(Unit(code_start, end, doc_text[code_start:end], "code"))
+    # Sentences of one paragraph split across lines: merge pieces that are not sentence ends.
+    merged: list[Unit] = []
+    for unit in units:
+        prev = merged[-1] if merged else None
+        if (
+            prev is not None
+            and prev.kind == unit.kind == "sentence"
+            and not prev.text.endswith((".", "!", "?", ":", ";"))
+            and "\n\n" not in doc_text[prev.end : unit.start]
+        ):
+            merged[-1] = Unit(prev.start, unit.end, readable(doc_text[prev.start : unit.end]), "sentence")
+        else:
+            merged.append(unit)
+    return [u for u in merged if u.text]

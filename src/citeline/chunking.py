@@ -1,0 +1,274 @@
+"""Structure-first chunking: sections and blocks first, size second.
+
+Blocks under the same heading trail (and on the same page) are packed into a chunk up
+to a token target that *includes* the context prefix "Title > Heading > Subheading".
+Tables and code blocks stay whole unless they exceed the embedder's maximum input;
+then tables are cut between rows (each piece repeats the header row in its indexed
+text) and code between lines. Long paragraphs become sentence windows with a
+sentence-aligned overlap. Every chunk is an exact span of the document text.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+import blingfire
+
+from citeline.models import Block, BlockKind, Chunk, ParsedDocument
+
+TokenCounter = Callable[[Sequence[str]], list[int]]
+
+DEFAULT_TARGET_TOKENS = 200
+DEFAULT_OVERLAP_TOKENS = 40
+
+
+@dataclass(frozen=True)
+class ChunkingOptions:
+    target_tokens: int = DEFAULT_TARGET_TOKENS
+    max_tokens: int = 256  # the embedder's maximum input, special tokens included
+    overlap_tokens: int = DEFAULT_OVERLAP_TOKENS
+
+    def __post_init__(self) -> None:
+        if self.target_tokens > self.max_tokens:
+            object.__setattr__(self, "target_tokens", self.max_tokens)
+
+
+@dataclass(frozen=True)
+class _Unit:
+    """A span that must not be split further, plus optional extra indexed text (a table header)."""
+
+    start: int
+    end: int
+    block: Block
+    tokens: int
+    header: str = ""
+    standalone: bool = False  # a piece of a split block: never packed with neighbours
+
+
+def context_prefix(title: str, trail: Sequence[str]) -> str:
+    parts = [title] if title else []
+    for i, heading in enumerate(trail):
+        if i == 0 and heading == title:
+            continue  # a leading "# Title" heading repeats the title
+        parts.append(heading)
+    return " > ".join(parts)
+
+
+def sentence_spans(text: str, start: int, end: int) -> list[tuple[int, int]]:
+    """Sentence spans (absolute offsets) within text[start:end], trimmed, covering all non-space text."""
+    segment = text[start:end]
+    if not segment.strip():
+        return []
+    _, offsets = blingfire.text_to_sentences_and_offsets(segment)
+    spans = [(start + a, start + b) for a, b in offsets if b > a]
+    return spans or [(start, end)]
+
+
+class Chunker:
+    def __init__(self, count_tokens: TokenCounter, options: ChunkingOptions | None = None) -> None:
+        self.count = count_tokens
+        self.options = options or ChunkingOptions()
+
+    def chunk(self, doc: ParsedDocument, document_id: str) -> list[Chunk]:
+        text, title = doc.text, doc.title
+        content = [b for b in doc.blocks if b.kind != "heading" and b.end > b.start]
+        prefixes = {b.heading_trail: context_prefix(title, b.heading_trail) for b in content}
+        prefix_tokens = dict(zip(prefixes, self.count([p + "\n\n" for p in prefixes.values()]), strict=True))
+        block_tokens = self.count([text[b.start : b.end] for b in content])
+        units: list[_Unit] = []
+        for block, tokens in zip(content, block_tokens, strict=True):
+            # Token counts add up minus the two special tokens each count includes.
+            budget = self.options.target_tokens - prefix_tokens[block.heading_trail] + 2
+            # A margin of a few tokens: counts of parts can differ by one from the count of the whole.
+            limit = self.options.max_tokens - prefix_tokens[block.heading_trail] - 4
+            units.extend(self._units(text, block, tokens, budget, limit))
+        return self._pack(text, title, document_id, units, prefixes, prefix_tokens)
+
+    # -- splitting ---------------------------------------------------------------------------
+
+    def _units(self, text: str, block: Block, tokens: int, budget: int, limit: int) -> list[_Unit]:
+        if tokens <= budget or (block.kind in ("table", "code") and tokens <= limit):
+            return [_Unit(block.start, block.end, block, tokens)]
+        if block.kind == "table":
+            return self._split_table(text, block, budget)
+        if block.kind == "code":
+            return self._split_lines(text, block, budget)
+        return self._sentence_windows(text, block, budget)
+
+    def _line_spans(self, text: str, block: Block) -> list[tuple[int, int]]:
+        spans, pos = [], block.start
+        for line in text[block.start : block.end].split("\n"):
+            if line.strip():
+                spans.append((pos, pos + len(line)))
+            pos += len(line) + 1
+        return spans
+
+    def _split_table(self, text: str, block: Block, budget: int) -> list[_Unit]:
+        rows = self._line_spans(text, block)
+        head_n = 2 if len(rows) > 1 and set(text[rows[1][0] : rows[1][1]]) <= set("|-: +") else 1
+        header = "\n".join(text[a:b] for a, b in rows[:head_n])
+        header_tokens = self.count([header])[0] - 2
+        body = rows[head_n:] or rows
+        groups = self._group(text, body, budget - header_tokens, block)
+        units = []
+        for i, (start, end, tokens) in enumerate(groups):
+            # The first piece holds the real header in its span; later pieces repeat it in the index.
+            if i == 0 and head_n and body is not rows:
+                start = rows[0][0]
+                units.append(_Unit(start, end, block, tokens + header_tokens, standalone=True))
+            else:
+                units.append(_Unit(start, end, block, tokens + header_tokens, header=header, standalone=True))
+        return units
+
+    def _split_lines(self, text: str, block: Block, budget: int) -> list[_Unit]:
+        return [
+            _Unit(a, b, block, t, standalone=True)
+            for a, b, t in self._group(text, self._line_spans(text, block), budget, block)
+        ]
+
+    def _group(
+        self, text: str, spans: list[tuple[int, int]], budget: int, block: Block
+    ) -> list[tuple[int, int, int]]:
+        """Greedy contiguous groups of spans up to budget tokens; an oversized span is hard-split."""
+        counts = self.count([text[a:b] for a, b in spans])
+        groups: list[tuple[int, int, int]] = []
+        cur: list[tuple[int, int, int]] = []
+        for (a, b), t in zip(spans, counts, strict=True):
+            t -= 2
+            if t > budget:
+                if cur:
+                    groups.append((cur[0][0], cur[-1][1], sum(x[2] for x in cur)))
+                    cur = []
+                groups.extend(self._hard_split(text, a, b, budget))
+                continue
+            if cur and sum(x[2] for x in cur) + t > budget:
+                groups.append((cur[0][0], cur[-1][1], sum(x[2] for x in cur)))
+                cur = []
+            cur.append((a, b, t))
+        if cur:
+            groups.append((cur[0][0], cur[-1][1], sum(x[2] for x in cur)))
+        return groups
+
+    def _hard_split(self, text: str, start: int, end: int, budget: int) -> list[tuple[int, int, int]]:
+        """Last resort for one sentence or line longer than the budget: cut between words."""
+        words: list[tuple[int, int]] = []
+        pos = start
+        for part in text[start:end].split(" "):
+            if part.strip():
+                words.append((pos, pos + len(part)))
+            pos += len(part) + 1
+        pieces: list[tuple[int, int, int]] = []
+        lo = 0
+        while lo < len(words):
+            # Largest hi with words[lo:hi] within budget: exponential then binary search.
+            good, step = lo + 1, 1
+            while good + step <= len(words) and self._tokens(text, words[lo][0], words[good + step - 1][1]) <= budget:
+                good += step
+                step *= 2
+            bad = min(good + step, len(words) + 1)
+            while bad - good > 1:
+                mid = (good + bad) // 2
+                if self._tokens(text, words[lo][0], words[mid - 1][1]) <= budget:
+                    good = mid
+                else:
+                    bad = mid
+            a, b = words[lo][0], words[good - 1][1]
+            if good == lo + 1 and self._tokens(text, a, b) > budget:
+                pieces.extend(self._char_split(text, a, b, budget))
+            else:
+                pieces.append((a, b, self._tokens(text, a, b)))
+            lo = good
+        return pieces
+
+    def _char_split(self, text: str, start: int, end: int, budget: int) -> list[tuple[int, int, int]]:
+        """A single 'word' over budget (a base64 blob, a URL): cut by characters."""
+        pieces = []
+        step = max(1, budget)  # a token is at least one character
+        for a in range(start, end, step):
+            b = min(end, a + step)
+            pieces.append((a, b, self._tokens(text, a, b)))
+        return pieces
+
+    def _tokens(self, text: str, start: int, end: int) -> int:
+        return self.count([text[start:end]])[0] - 2
+
+    def _sentence_windows(self, text: str, block: Block, budget: int) -> list[_Unit]:
+        sentences = sentence_spans(text, block.start, block.end)
+        counts = [c - 2 for c in self.count([text[a:b] for a, b in sentences])]
+        pieces: list[tuple[int, int, int]] = []
+        for (a, b), t in zip(sentences, counts, strict=True):
+            pieces.extend(self._hard_split(text, a, b, budget) if t > budget else [(a, b, t)])
+        units: list[_Unit] = []
+        i = 0
+        while i < len(pieces):
+            j, total = i, 0
+            while j < len(pieces) and (j == i or total + pieces[j][2] + 1 <= budget):
+                total += pieces[j][2] + 1
+                j += 1
+            units.append(_Unit(pieces[i][0], pieces[j - 1][1], block, total, standalone=True))
+            if j >= len(pieces):
+                break
+            # Next window starts with trailing sentences of this one, up to the overlap budget.
+            back, overlap = j, 0
+            while back - 1 > i and overlap + pieces[back - 1][2] <= self.options.overlap_tokens:
+                back -= 1
+                overlap += pieces[back][2]
+            i = back
+        return units
+
+    # -- packing -----------------------------------------------------------------------------
+
+    def _pack(
+        self,
+        text: str,
+        title: str,
+        document_id: str,
+        units: list[_Unit],
+        prefixes: dict[tuple[str, ...], str],
+        prefix_tokens: dict[tuple[str, ...], int],
+    ) -> list[Chunk]:
+        groups: list[list[_Unit]] = []
+        for unit in units:
+            if groups and not unit.standalone and self._fits(groups[-1], unit, prefix_tokens):
+                groups[-1].append(unit)
+            else:
+                groups.append([unit])
+        chunks = []
+        for ordinal, group in enumerate(groups):
+            first, last = group[0], group[-1]
+            trail = first.block.heading_trail
+            body = text[first.start : last.end]
+            indexed = f"{first.header}\n{body}" if first.header else body
+            prefix = prefixes[trail]
+            index_text = f"{prefix}\n\n{indexed}" if prefix else indexed
+            pages = [p for u in group for p in (u.block.page, u.block.page_end) if p is not None]
+            kind: BlockKind = first.block.kind if len(group) == 1 else "paragraph"
+            digest = hashlib.sha256(f"{first.start}:{last.end}:{index_text}".encode()).hexdigest()
+            chunks.append(
+                Chunk(
+                    id=f"{document_id[:12]}-{digest[:12]}",
+                    document_id=document_id,
+                    ordinal=ordinal,
+                    start=first.start,
+                    end=last.end,
+                    text=body,
+                    index_text=index_text,
+                    heading_trail=trail,
+                    kind=kind,
+                    page=min(pages) if pages else None,
+                    page_end=max(pages) if pages else None,
+                    token_count=prefix_tokens[trail] + sum(u.tokens for u in group) - 2 + len(group),
+                )
+            )
+        return chunks
+
+    def _fits(self, group: list[_Unit], unit: _Unit, prefix_tokens: dict[tuple[str, ...], int]) -> bool:
+        head = group[0]
+        if head.standalone or head.block.heading_trail != unit.block.heading_trail:
+            return False
+        if head.block.page != unit.block.page:
+            return False  # a chunk never spans two pages unless one paragraph does
+        total = prefix_tokens[head.block.heading_trail] + sum(u.tokens for u in group) + unit.tokens + len(group)
+        return total <= self.options.target_tokens

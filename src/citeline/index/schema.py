@@ -1,0 +1,128 @@
+"""SQLite schema of the embedded index, with ordered migrations.
+
+SQLite is the source of truth; FTS5 and the in-memory vector matrix are derived from
+it and can always be rebuilt (`citeline reindex`).
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+SCHEMA_VERSION = 1
+
+_V1 = """
+CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE documents (
+    id TEXT PRIMARY KEY,
+    source TEXT NOT NULL UNIQUE,
+    title TEXT NOT NULL,
+    format TEXT NOT NULL,
+    content_hash TEXT NOT NULL,
+    size INTEGER NOT NULL,
+    mtime REAL NOT NULL,
+    page_count INTEGER,
+    metadata TEXT NOT NULL DEFAULT '{}',
+    text TEXT NOT NULL,
+    page_starts TEXT NOT NULL DEFAULT '[]',
+    added_at REAL NOT NULL,
+    updated_at REAL NOT NULL
+);
+CREATE INDEX documents_mtime ON documents(mtime);
+CREATE INDEX documents_format ON documents(format);
+CREATE TABLE doc_tags (
+    document_id TEXT NOT NULL REFERENCES documents(id) ON DELETE CASCADE,
+    key TEXT NOT NULL,
+    value TEXT NOT NULL,
+    PRIMARY KEY (document_id, key)
+);
+CREATE INDEX doc_tags_kv ON doc_tags(key, value);
+CREATE TABLE doc_acl (
+    document_id TEXT NOT NULL REFERENCES documents(id) ON DELETE CASCADE,
+    entry TEXT NOT NULL,
+    PRIMARY KEY (document_id, entry)
+);
+CREATE INDEX doc_acl_entry ON doc_acl(entry);
+CREATE TABLE chunks (
+    rowid INTEGER PRIMARY KEY,
+    id TEXT NOT NULL UNIQUE,
+    document_id TEXT NOT NULL REFERENCES documents(id) ON DELETE CASCADE,
+    ordinal INTEGER NOT NULL,
+    start INTEGER NOT NULL,
+    "end" INTEGER NOT NULL,
+    page INTEGER,
+    page_end INTEGER,
+    heading TEXT NOT NULL,
+    kind TEXT NOT NULL,
+    index_text TEXT NOT NULL,
+    text_hash TEXT NOT NULL,
+    token_count INTEGER NOT NULL
+);
+CREATE INDEX chunks_document ON chunks(document_id);
+CREATE INDEX chunks_text_hash ON chunks(text_hash);
+CREATE TABLE embeddings (
+    text_hash TEXT NOT NULL,
+    embedder TEXT NOT NULL,
+    vector BLOB NOT NULL,
+    PRIMARY KEY (text_hash, embedder)
+) WITHOUT ROWID;
+CREATE VIRTUAL TABLE chunks_fts USING fts5(
+    index_text, content='chunks', content_rowid='rowid',
+    tokenize='porter unicode61 remove_diacritics 2'
+);
+CREATE TRIGGER chunks_ai AFTER INSERT ON chunks BEGIN
+    INSERT INTO chunks_fts(rowid, index_text) VALUES (new.rowid, new.index_text);
+END;
+CREATE TRIGGER chunks_ad AFTER DELETE ON chunks BEGIN
+    INSERT INTO chunks_fts(chunks_fts, rowid, index_text) VALUES ('delete', old.rowid, old.index_text);
+END;
+CREATE TABLE traces (
+    id TEXT PRIMARY KEY,
+    created_at REAL NOT NULL,
+    question TEXT NOT NULL,
+    refused INTEGER NOT NULL,
+    support REAL,
+    data TEXT NOT NULL
+);
+CREATE INDEX traces_created ON traces(created_at);
+"""
+
+# MIGRATIONS[v] upgrades a database at schema version v-1 to version v.
+MIGRATIONS: dict[int, str] = {1: _V1}
+
+
+@contextmanager
+def transaction(conn: sqlite3.Connection) -> Iterator[sqlite3.Connection]:
+    """BEGIN IMMEDIATE ... COMMIT, rolled back on any error (the connection is in autocommit mode)."""
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        yield conn
+    except BaseException:
+        conn.execute("ROLLBACK")
+        raise
+    conn.execute("COMMIT")
+
+
+def migrate(conn: sqlite3.Connection, current: int) -> None:
+    """Apply each pending migration in its own transaction."""
+    for version in range(current + 1, SCHEMA_VERSION + 1):
+        with transaction(conn):
+            for statement in _statements(MIGRATIONS[version]):
+                conn.execute(statement)
+            conn.execute(
+                "INSERT INTO meta(key, value) VALUES ('schema_version', ?) "
+                "ON CONFLICT(key) DO UPDATE SET value = excluded.value",
+                (str(version),),
+            )
+
+
+def _statements(script: str) -> list[str]:
+    """Split a script into statements, keeping trigger bodies whole."""
+    out, buf = [], ""
+    for line in script.splitlines(keepends=True):
+        buf += line
+        if sqlite3.complete_statement(buf):
+            out.append(buf.strip())
+            buf = ""
+    return [s for s in out if s]

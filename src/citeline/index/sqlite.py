@@ -1,0 +1,465 @@
+"""The embedded store: one SQLite file (WAL) with FTS5 for BM25 and an in-memory vector matrix.
+
+Every write runs in one transaction, so a reader (or a process killed mid-ingest)
+sees a document either as it was or as it is now, never half-replaced.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sqlite3
+import threading
+import time
+from collections.abc import Iterable, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from citeline.errors import CitelineError, EmbedderMismatchError, NotAnIndexError, SchemaTooNewError
+from citeline.index.base import Vector
+from citeline.index.dense import DenseMatrix
+from citeline.index.schema import SCHEMA_VERSION, migrate, transaction
+from citeline.models import Chunk, Document
+from citeline.retrieval.bm25 import fts_match_expression
+from citeline.retrieval.filters import Filter
+
+DB_NAME = "citeline.db"
+
+_DOC_COLUMNS = "id, source, title, format, content_hash, size, mtime, page_count, metadata, added_at, updated_at"
+
+
+def _like_escape(value: str) -> str:
+    return value.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+
+
+def filter_sql(flt: Filter, doc_column: str) -> tuple[str, list[Any]]:
+    """A SQL condition on ``doc_column`` (a document id) that enforces the filter; ("", []) if none."""
+    if flt.is_empty:
+        return "", []
+    conds: list[str] = []
+    params: list[Any] = []
+    if flt.source_prefix is not None:
+        conds.append("d.source LIKE ? ESCAPE '\\'")
+        params.append(_like_escape(flt.source_prefix) + "%")
+    if flt.formats:
+        conds.append(f"d.format IN ({','.join('?' * len(flt.formats))})")
+        params.extend(flt.formats)
+    if flt.modified_after is not None:
+        conds.append("d.mtime >= ?")
+        params.append(flt.modified_after)
+    if flt.modified_before is not None:
+        conds.append("d.mtime < ?")
+        params.append(flt.modified_before)
+    for key, value in sorted(flt.tags.items()):
+        conds.append("EXISTS (SELECT 1 FROM doc_tags t WHERE t.document_id = d.id AND t.key = ? AND t.value = ?)")
+        params.extend([key, value])
+    if not flt.principal.admin:
+        keys = flt.principal.acl_keys()
+        acl = "NOT EXISTS (SELECT 1 FROM doc_acl a WHERE a.document_id = d.id)"
+        if keys:
+            acl += (
+                " OR EXISTS (SELECT 1 FROM doc_acl a WHERE a.document_id = d.id AND a.entry IN "
+                f"({','.join('?' * len(keys))}))"
+            )
+            params.extend(keys)
+        conds.append(f"({acl})")
+    where = " AND ".join(conds) or "1"
+    return f"{doc_column} IN (SELECT d.id FROM documents d WHERE {where})", params
+
+
+class SqliteStore:
+    """SQLite (source of truth) + FTS5 (BM25) + a dense matrix (exact cosine search)."""
+
+    def __init__(self, folder: Path, *, create: bool = True) -> None:
+        self.folder = folder
+        self.path = folder / DB_NAME
+        self._check_folder(create)
+        writable = os.access(folder, os.W_OK) and (not self.path.exists() or os.access(self.path, os.W_OK))
+        self.read_only = not writable
+        try:
+            if self.read_only:
+                uri = f"file:{self.path}?mode=ro"
+                self.conn = sqlite3.connect(uri, uri=True, isolation_level=None, check_same_thread=False)
+            else:
+                self.conn = sqlite3.connect(
+                    str(self.path), isolation_level=None, check_same_thread=False, timeout=30.0
+                )
+                self.conn.execute("PRAGMA journal_mode=WAL")
+                self.conn.execute("PRAGMA synchronous=NORMAL")
+            self.conn.execute("PRAGMA foreign_keys=ON")
+            self.conn.execute("PRAGMA busy_timeout=30000")
+            self._open_schema()
+        except sqlite3.DatabaseError as exc:
+            raise NotAnIndexError(str(folder), f"{DB_NAME} is not a readable SQLite database: {exc}") from exc
+        self._lock = threading.RLock()
+        self._dense: DenseMatrix | None = None
+        self._dense_generation = -1
+
+    # -- opening -----------------------------------------------------------------------------
+
+    def _check_folder(self, create: bool) -> None:
+        if self.folder.exists() and not self.folder.is_dir():
+            raise NotAnIndexError(str(self.folder), "it is a file, not a folder")
+        if self.path.exists():
+            return
+        if self.folder.exists() and any(p.name not in ("citeline.toml",) for p in self.folder.iterdir()):
+            raise NotAnIndexError(str(self.folder), f"the folder has files but no {DB_NAME}")
+        if not create:
+            raise NotAnIndexError(str(self.folder), "no index here yet; `citeline add` creates one")
+        self.folder.mkdir(parents=True, exist_ok=True)
+
+    def _open_schema(self) -> None:
+        tables = {r[0] for r in self.conn.execute("SELECT name FROM sqlite_master WHERE type='table'")}
+        if "meta" not in tables:
+            if tables:
+                raise NotAnIndexError(str(self.folder), f"{DB_NAME} holds other tables")
+            if self.read_only:
+                raise NotAnIndexError(str(self.folder), "empty database on a read-only folder")
+            self.conn.execute("CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)")
+            current = 0
+        else:
+            current = int(self.meta("schema_version") or 0)
+        if current > SCHEMA_VERSION:
+            raise SchemaTooNewError(str(self.folder), current, SCHEMA_VERSION)
+        if current < SCHEMA_VERSION:
+            if self.read_only:
+                raise CitelineError(f"{self.folder}: the index needs a schema upgrade but is read-only.")
+            migrate(self.conn, current)
+
+    def close(self) -> None:
+        self.conn.close()
+
+    # -- meta --------------------------------------------------------------------------------
+
+    def meta(self, key: str) -> str | None:
+        row = self.conn.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
+        return None if row is None else str(row[0])
+
+    def _set_meta(self, key: str, value: str) -> None:
+        self.conn.execute(
+            "INSERT INTO meta(key, value) VALUES (?, ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value",
+            (key, value),
+        )
+
+    def _bump_generation(self) -> None:
+        self._set_meta("generation", str(int(self.meta("generation") or 0) + 1))
+
+    def embedder_info(self) -> dict[str, Any] | None:
+        name = self.meta("embedder")
+        if name is None:
+            return None
+        return {"name": name, "version": self.meta("embedder_version"), "dim": int(self.meta("embedder_dim") or 0)}
+
+    def bind_embedder(self, name: str, version: str, dim: int) -> None:
+        """Record the index's embedder on first use; refuse a different one later."""
+        info = self.embedder_info()
+        if info is None:
+            with transaction(self.conn):
+                self._set_meta("embedder", name)
+                self._set_meta("embedder_version", version)
+                self._set_meta("embedder_dim", str(dim))
+            return
+        if info["name"] != name or info["version"] != version or info["dim"] != dim:
+            raise EmbedderMismatchError(f"{info['name']} ({info['version']})", name)
+
+    # -- documents ---------------------------------------------------------------------------
+
+    def _document(self, row: sqlite3.Row | tuple[Any, ...]) -> Document:
+        doc_id = row[0]
+        tags = dict(self.conn.execute("SELECT key, value FROM doc_tags WHERE document_id = ?", (doc_id,)).fetchall())
+        acl = tuple(r[0] for r in self.conn.execute("SELECT entry FROM doc_acl WHERE document_id = ? ORDER BY entry", (doc_id,)))
+        return Document(
+            id=doc_id, source=row[1], title=row[2], format=row[3], content_hash=row[4], size=row[5],
+            mtime=row[6], page_count=row[7], tags=tags, acl=acl, metadata=json.loads(row[8]),
+            added_at=row[9], updated_at=row[10],
+        )
+
+    def get_document(self, source: str) -> Document | None:
+        row = self.conn.execute(f"SELECT {_DOC_COLUMNS} FROM documents WHERE source = ?", (source,)).fetchone()
+        return None if row is None else self._document(row)
+
+    def get_document_by_id(self, document_id: str) -> Document | None:
+        row = self.conn.execute(f"SELECT {_DOC_COLUMNS} FROM documents WHERE id = ?", (document_id,)).fetchone()
+        return None if row is None else self._document(row)
+
+    def documents(self, flt: Filter | None = None) -> list[Document]:
+        cond, params = filter_sql(flt or Filter(), "id")
+        sql = f"SELECT {_DOC_COLUMNS} FROM documents {'WHERE ' + cond if cond else ''} ORDER BY source"
+        return [self._document(r) for r in self.conn.execute(sql, params).fetchall()]
+
+    def document_text(self, document_id: str) -> str:
+        row = self.conn.execute("SELECT text FROM documents WHERE id = ?", (document_id,)).fetchone()
+        return "" if row is None else str(row[0])
+
+    def page_starts(self, document_id: str) -> list[int]:
+        row = self.conn.execute("SELECT page_starts FROM documents WHERE id = ?", (document_id,)).fetchone()
+        return [] if row is None else list(json.loads(row[0]))
+
+    def replace_document(
+        self,
+        document: Document,
+        text: str,
+        chunks: Sequence[Chunk],
+        vectors: Mapping[str, Vector],
+        page_starts: Sequence[int] = (),
+    ) -> None:
+        name = self.meta("embedder")
+        if name is None:
+            raise CitelineError("Bind an embedder to the index before adding documents.")
+        now = time.time()
+        with self._lock, transaction(self.conn):
+            old = self.conn.execute(
+                "SELECT added_at FROM documents WHERE id = ? OR source = ?", (document.id, document.source)
+            ).fetchone()
+            old_hashes = self._remove(document.id, document.source)
+            self.conn.execute(
+                "INSERT INTO documents (id, source, title, format, content_hash, size, mtime, page_count, "
+                "metadata, text, page_starts, added_at, updated_at) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)",
+                (
+                    document.id, document.source, document.title, document.format, document.content_hash,
+                    document.size, document.mtime, document.page_count, json.dumps(document.metadata),
+                    text, json.dumps(list(page_starts)), old[0] if old else now, now,
+                ),
+            )
+            self.conn.executemany(
+                "INSERT INTO doc_tags (document_id, key, value) VALUES (?, ?, ?)",
+                [(document.id, k, v) for k, v in document.tags.items()],
+            )
+            self.conn.executemany(
+                "INSERT INTO doc_acl (document_id, entry) VALUES (?, ?)", [(document.id, e) for e in set(document.acl)]
+            )
+            self.conn.executemany(
+                "INSERT INTO embeddings (text_hash, embedder, vector) VALUES (?, ?, ?) "
+                "ON CONFLICT(text_hash, embedder) DO NOTHING",
+                [(h, name, np.asarray(v, dtype=np.float32).tobytes()) for h, v in vectors.items()],
+            )
+            self.conn.executemany(
+                'INSERT INTO chunks (id, document_id, ordinal, start, "end", page, page_end, heading, kind, '
+                "index_text, text_hash, token_count) VALUES (?,?,?,?,?,?,?,?,?,?,?,?)",
+                [
+                    (
+                        c.id, document.id, c.ordinal, c.start, c.end, c.page, c.page_end,
+                        json.dumps(list(c.heading_trail)), c.kind, c.index_text, text_hash(c.index_text),
+                        c.token_count,
+                    )
+                    for c in chunks
+                ],
+            )
+            missing = self.conn.execute(
+                "SELECT COUNT(*) FROM chunks c WHERE c.document_id = ? AND NOT EXISTS "
+                "(SELECT 1 FROM embeddings e WHERE e.text_hash = c.text_hash AND e.embedder = ?)",
+                (document.id, name),
+            ).fetchone()[0]
+            if missing:
+                raise CitelineError(f"{document.source}: {missing} chunks have no vector; nothing was changed.")
+            self._gc_embeddings(old_hashes)
+            self._bump_generation()
+
+    def _remove(self, document_id: str, source: str | None = None) -> list[str]:
+        ids = [document_id]
+        if source is not None:
+            ids += [r[0] for r in self.conn.execute("SELECT id FROM documents WHERE source = ?", (source,))]
+        hashes: list[str] = []
+        for doc_id in set(ids):
+            hashes += [r[0] for r in self.conn.execute("SELECT text_hash FROM chunks WHERE document_id = ?", (doc_id,))]
+            self.conn.execute("DELETE FROM chunks WHERE document_id = ?", (doc_id,))
+            self.conn.execute("DELETE FROM documents WHERE id = ?", (doc_id,))
+        return hashes
+
+    def _gc_embeddings(self, hashes: Iterable[str]) -> None:
+        """Drop vectors no chunk uses any more (after a remove or an edit)."""
+        self.conn.executemany(
+            "DELETE FROM embeddings WHERE text_hash = ? AND NOT EXISTS (SELECT 1 FROM chunks WHERE text_hash = ?)",
+            [(h, h) for h in set(hashes)],
+        )
+
+    def update_access(self, document_id: str, tags: Mapping[str, str], acl: Iterable[str]) -> None:
+        """Change a document's tags and ACL without touching its chunks."""
+        with self._lock, transaction(self.conn):
+            self.conn.execute("DELETE FROM doc_tags WHERE document_id = ?", (document_id,))
+            self.conn.execute("DELETE FROM doc_acl WHERE document_id = ?", (document_id,))
+            self.conn.executemany(
+                "INSERT INTO doc_tags (document_id, key, value) VALUES (?, ?, ?)",
+                [(document_id, k, v) for k, v in tags.items()],
+            )
+            self.conn.executemany(
+                "INSERT INTO doc_acl (document_id, entry) VALUES (?, ?)", [(document_id, e) for e in set(acl)]
+            )
+            self._bump_generation()
+
+    def remove_document(self, document_id: str) -> None:
+        with self._lock, transaction(self.conn):
+            self._gc_embeddings(self._remove(document_id))
+            self._bump_generation()
+
+    # -- vectors -----------------------------------------------------------------------------
+
+    def cached_vectors(self, text_hashes: Iterable[str], embedder: str | None = None) -> dict[str, Vector]:
+        name = embedder or self.meta("embedder")
+        hashes = list(dict.fromkeys(text_hashes))
+        out: dict[str, Vector] = {}
+        for lo in range(0, len(hashes), 500):
+            part = hashes[lo : lo + 500]
+            rows = self.conn.execute(
+                f"SELECT text_hash, vector FROM embeddings WHERE embedder = ? AND text_hash IN ({','.join('?' * len(part))})",
+                [name, *part],
+            )
+            out.update({h: np.frombuffer(v, dtype=np.float32) for h, v in rows})
+        return out
+
+    def all_text_hashes(self) -> list[tuple[str, str]]:
+        """(text_hash, index_text) of every distinct chunk text, for re-embedding."""
+        return [(r[0], r[1]) for r in self.conn.execute("SELECT text_hash, MIN(index_text) FROM chunks GROUP BY text_hash")]
+
+    def add_vectors(self, embedder: str, vectors: Mapping[str, Vector]) -> None:
+        """Store vectors of another embedder side by side (the active one keeps serving)."""
+        with self._lock, transaction(self.conn):
+            self.conn.executemany(
+                "INSERT INTO embeddings (text_hash, embedder, vector) VALUES (?, ?, ?) "
+                "ON CONFLICT(text_hash, embedder) DO UPDATE SET vector = excluded.vector",
+                [(h, embedder, np.asarray(v, dtype=np.float32).tobytes()) for h, v in vectors.items()],
+            )
+
+    def swap_embedder(self, name: str, version: str, dim: int) -> None:
+        """Make ``name`` the active embedder in one transaction and drop the old vectors."""
+        with self._lock, transaction(self.conn):
+            missing = self.conn.execute(
+                "SELECT COUNT(*) FROM chunks c WHERE NOT EXISTS (SELECT 1 FROM embeddings e "
+                "WHERE e.text_hash = c.text_hash AND e.embedder = ?)",
+                (name,),
+            ).fetchone()[0]
+            if missing:
+                raise CitelineError(f"Reindex incomplete: {missing} chunks lack '{name}' vectors; nothing swapped.")
+            self.conn.execute("DELETE FROM embeddings WHERE embedder != ?", (name,))
+            self._set_meta("embedder", name)
+            self._set_meta("embedder_version", version)
+            self._set_meta("embedder_dim", str(dim))
+            self._bump_generation()
+
+    def _dense_matrix(self) -> DenseMatrix:
+        generation = int(self.meta("generation") or 0)
+        with self._lock:
+            if self._dense is None or generation != self._dense_generation:
+                name = self.meta("embedder")
+                dim = int(self.meta("embedder_dim") or 0)
+                rows = self.conn.execute(
+                    "SELECT c.rowid, e.vector FROM chunks c JOIN embeddings e "
+                    "ON e.text_hash = c.text_hash AND e.embedder = ? ORDER BY c.rowid",
+                    (name,),
+                ).fetchall()
+                rowids = np.fromiter((r[0] for r in rows), dtype=np.int64, count=len(rows))
+                matrix = np.frombuffer(b"".join(r[1] for r in rows), dtype=np.float32).reshape(len(rows), dim)
+                self._dense = DenseMatrix(rowids, matrix)
+                self._dense_generation = generation
+            return self._dense
+
+    # -- search ------------------------------------------------------------------------------
+
+    def _ids_for_rowids(self, hits: list[tuple[int, float]]) -> list[tuple[str, float]]:
+        if not hits:
+            return []
+        rows = dict(
+            self.conn.execute(
+                f"SELECT rowid, id FROM chunks WHERE rowid IN ({','.join('?' * len(hits))})", [r for r, _ in hits]
+            ).fetchall()
+        )
+        return [(rows[r], s) for r, s in hits if r in rows]
+
+    def keyword_search(self, query: str, flt: Filter, k: int) -> list[tuple[str, float]]:
+        expression = fts_match_expression(query)
+        if expression is None or k <= 0:
+            return []
+        cond, params = filter_sql(flt, "c.document_id")
+        sql = (
+            "SELECT c.id, -bm25(chunks_fts) AS score FROM chunks_fts JOIN chunks c ON c.rowid = chunks_fts.rowid "
+            f"WHERE chunks_fts MATCH ? {'AND ' + cond if cond else ''} ORDER BY bm25(chunks_fts), c.rowid LIMIT ?"
+        )
+        return [(r[0], float(r[1])) for r in self.conn.execute(sql, [expression, *params, k])]
+
+    def vector_search(self, vector: Vector, flt: Filter, k: int) -> list[tuple[str, float]]:
+        dense = self._dense_matrix()
+        allowed = None
+        if not flt.is_empty:
+            cond, params = filter_sql(flt, "document_id")
+            allowed = np.fromiter(
+                (r[0] for r in self.conn.execute(f"SELECT rowid FROM chunks WHERE {cond}", params)), dtype=np.int64
+            )
+        return self._ids_for_rowids(dense.search(np.asarray(vector, dtype=np.float32), k, allowed))
+
+    def chunks(self, chunk_ids: Sequence[str]) -> dict[str, tuple[Chunk, Document]]:
+        out: dict[str, tuple[Chunk, Document]] = {}
+        docs: dict[str, Document] = {}
+        ids = list(dict.fromkeys(chunk_ids))
+        for lo in range(0, len(ids), 500):
+            part = ids[lo : lo + 500]
+            rows = self.conn.execute(
+                'SELECT c.id, c.document_id, c.ordinal, c.start, c."end", c.page, c.page_end, c.heading, c.kind, '
+                'c.index_text, c.token_count, substr(d.text, c.start + 1, c."end" - c.start) '
+                "FROM chunks c JOIN documents d ON d.id = c.document_id "
+                f"WHERE c.id IN ({','.join('?' * len(part))})",
+                part,
+            ).fetchall()
+            for r in rows:
+                if r[1] not in docs:
+                    doc = self.get_document_by_id(r[1])
+                    if doc is None:
+                        continue
+                    docs[r[1]] = doc
+                chunk = Chunk(
+                    id=r[0], document_id=r[1], ordinal=r[2], start=r[3], end=r[4], page=r[5], page_end=r[6],
+                    heading_trail=tuple(json.loads(r[7])), kind=r[8], index_text=r[9], token_count=r[10], text=r[11],
+                )
+                out[r[0]] = (chunk, docs[r[1]])
+        return out
+
+    def document_chunks(self, document_id: str) -> list[str]:
+        return [r[0] for r in self.conn.execute("SELECT id FROM chunks WHERE document_id = ? ORDER BY ordinal", (document_id,))]
+
+    def count_chunks(self, flt: Filter | None = None) -> int:
+        cond, params = filter_sql(flt or Filter(), "document_id")
+        sql = f"SELECT COUNT(*) FROM chunks {'WHERE ' + cond if cond else ''}"
+        return int(self.conn.execute(sql, params).fetchone()[0])
+
+    def stats(self) -> dict[str, Any]:
+        documents = self.conn.execute("SELECT COUNT(*) FROM documents").fetchone()[0]
+        size = sum(p.stat().st_size for p in self.folder.glob(DB_NAME + "*") if p.is_file())
+        return {
+            "index": str(self.folder),
+            "documents": int(documents),
+            "chunks": self.count_chunks(),
+            "vectors": int(self.conn.execute("SELECT COUNT(*) FROM embeddings").fetchone()[0]),
+            "index_bytes": size,
+            "schema_version": int(self.meta("schema_version") or 0),
+            "embedder": self.embedder_info(),
+        }
+
+    # -- traces ------------------------------------------------------------------------------
+
+    def save_trace(self, trace_id: str, question: str, refused: bool, support: float | None, data: dict[str, Any]) -> None:
+        with self._lock, transaction(self.conn):
+            self.conn.execute(
+                "INSERT INTO traces (id, created_at, question, refused, support, data) VALUES (?,?,?,?,?,?)",
+                (trace_id, time.time(), question, int(refused), support, json.dumps(data)),
+            )
+
+    def get_trace(self, trace_id: str) -> dict[str, Any] | None:
+        row = self.conn.execute("SELECT data FROM traces WHERE id = ?", (trace_id,)).fetchone()
+        return None if row is None else dict(json.loads(row[0]))
+
+    def list_traces(self, failed_only: bool = False, limit: int = 20) -> list[dict[str, Any]]:
+        where = "WHERE refused = 1 OR support < 1.0" if failed_only else ""
+        rows = self.conn.execute(
+            f"SELECT id, created_at, question, refused, support FROM traces {where} ORDER BY created_at DESC LIMIT ?",
+            (limit,),
+        )
+        return [
+            {"id": r[0], "created_at": r[1], "question": r[2], "refused": bool(r[3]), "support": r[4]} for r in rows
+        ]
+
+
+def text_hash(index_text: str) -> str:
+    import hashlib
+
+    return hashlib.sha256(index_text.encode("utf-8")).hexdigest()

@@ -1,0 +1,211 @@
+"""Incremental ingestion: hash, skip unchanged, parse, chunk, embed what is new, replace atomically."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from citeline.chunking import Chunker, ChunkingOptions
+from citeline.embedding.base import Embedder
+from citeline.errors import CitelineError, ParseError
+from citeline.index.sqlite import SqliteStore, text_hash
+from citeline.ingest.registry import parser_for, supported_extensions
+from citeline.models import Chunk, Document
+from citeline.settings import Settings
+
+# Bump when parsing or chunking changes what a file turns into, so unchanged files are redone.
+PIPELINE_VERSION = "1"
+
+Progress = Callable[[str, int], None]  # (event, amount): "file" per file, "chunks" per chunk embedded
+
+
+@dataclass
+class IngestReport:
+    added: list[str] = field(default_factory=list)
+    updated: list[str] = field(default_factory=list)
+    unchanged: list[str] = field(default_factory=list)
+    failed: list[tuple[str, str]] = field(default_factory=list)
+    removed: list[str] = field(default_factory=list)
+    chunks_embedded: int = 0
+    chunks_written: int = 0
+
+    def summary(self) -> str:
+        line = (
+            f"{len(self.added)} added, {len(self.updated)} updated, {len(self.unchanged)} unchanged, "
+            f"{len(self.failed)} failed"
+        )
+        if self.removed:
+            line += f", {len(self.removed)} removed"
+        return line
+
+    def to_json(self) -> dict[str, object]:
+        return {
+            "added": self.added,
+            "updated": self.updated,
+            "unchanged": self.unchanged,
+            "failed": [{"source": s, "reason": r} for s, r in self.failed],
+            "removed": self.removed,
+            "chunks_embedded": self.chunks_embedded,
+            "chunks_written": self.chunks_written,
+        }
+
+
+def document_id_for(path: Path) -> str:
+    return hashlib.sha256(str(path.resolve()).encode("utf-8")).hexdigest()[:24]
+
+
+def iter_files(paths: Iterable[str], report: IngestReport) -> Iterator[tuple[str, Path]]:
+    """(source as the user named it, path) for each file; folders are walked recursively."""
+    exts = set(supported_extensions())
+    for given in paths:
+        path = Path(given)
+        if path.is_dir():
+            for root, dirs, files in os.walk(path):
+                dirs[:] = sorted(d for d in dirs if not d.startswith("."))
+                for name in sorted(files):
+                    child = Path(root) / name
+                    if child.suffix.lower() in exts and not name.startswith("."):
+                        yield str(child), child
+        elif path.is_file():
+            yield given, path
+        elif path.exists():
+            report.failed.append((given, "not a regular file"))
+        else:
+            report.failed.append((given, "no such file or folder"))
+
+
+class Ingestor:
+    def __init__(self, store: SqliteStore, embedder: Embedder, settings: Settings) -> None:
+        self.store = store
+        self.embedder = embedder
+        self.settings = settings
+        self.chunker = Chunker(
+            embedder.count_tokens,
+            ChunkingOptions(
+                target_tokens=settings.chunk_tokens,
+                max_tokens=embedder.max_tokens,
+                overlap_tokens=settings.overlap_tokens,
+            ),
+        )
+        self.signature = f"{PIPELINE_VERSION}:{settings.chunk_tokens}:{settings.overlap_tokens}"
+
+    def add(
+        self,
+        paths: Iterable[str],
+        tags: dict[str, str] | None = None,
+        acl: Iterable[str] = (),
+        progress: Progress | None = None,
+    ) -> IngestReport:
+        report = IngestReport()
+        for source, path in iter_files(paths, report):
+            try:
+                self._add_file(source, path, dict(tags or {}), tuple(sorted(set(acl))), report, progress)
+            except ParseError as exc:
+                report.failed.append((source, exc.reason))
+            except (CitelineError, OSError, ValueError, MemoryError, RecursionError) as exc:
+                report.failed.append((source, str(exc) or type(exc).__name__))
+            if progress:
+                progress("file", 1)
+        return report
+
+    def _add_file(
+        self,
+        source: str,
+        path: Path,
+        tags: dict[str, str],
+        acl: tuple[str, ...],
+        report: IngestReport,
+        progress: Progress | None,
+    ) -> None:
+        stat = path.stat()
+        limit = int(self.settings.max_file_mb * 1024 * 1024)
+        if stat.st_size > limit:
+            raise ParseError(
+                source,
+                f"file is {stat.st_size / 1048576:.1f} MB, above the {self.settings.max_file_mb:g} MB limit "
+                "(raise it with CITELINE_MAX_FILE_MB or max_file_mb in citeline.toml)",
+            )
+        data = path.read_bytes()
+        content_hash = hashlib.sha256(data).hexdigest()
+        doc_id = document_id_for(path)
+        existing = self.store.get_document_by_id(doc_id) or self.store.get_document(source)
+        if (
+            existing is not None
+            and existing.content_hash == content_hash
+            and existing.metadata.get("pipeline") == self.signature
+        ):
+            if existing.tags != tags or existing.acl != acl:
+                self.store.update_access(existing.id, tags, acl)
+            report.unchanged.append(source)
+            return
+        if not data.strip():
+            raise ParseError(source, "the file is empty (no text to index)")
+        parsed = parser_for(path).parse(data, path)
+        if len(parsed.text) > self.settings.max_text_chars:
+            raise ParseError(
+                source,
+                f"{len(parsed.text):,} characters of text, above the {self.settings.max_text_chars:,} limit "
+                "(raise it with CITELINE_MAX_TEXT_CHARS)",
+            )
+        chunks = self.chunker.chunk(parsed, doc_id)
+        if not chunks:
+            raise ParseError(source, "no text to index after parsing")
+        vectors = self._vectors(chunks, progress, report)
+        metadata = {**parsed.metadata, "path": str(path.resolve()), "pipeline": self.signature}
+        document = Document(
+            id=doc_id,
+            source=source,
+            title=parsed.title,
+            format=parsed.format,
+            content_hash=content_hash,
+            size=stat.st_size,
+            mtime=stat.st_mtime,
+            page_count=parsed.page_count,
+            tags=tags,
+            acl=acl,
+            metadata=metadata,
+        )
+        self.store.replace_document(document, parsed.text, chunks, vectors, parsed.page_starts)
+        report.chunks_written += len(chunks)
+        (report.updated if existing is not None else report.added).append(source)
+
+    def _vectors(
+        self, chunks: list[Chunk], progress: Progress | None, report: IngestReport
+    ) -> dict[str, np.ndarray]:
+        """Vectors for every chunk: from the cache by indexed-text hash, the rest embedded now."""
+        by_hash = {text_hash(c.index_text): c.index_text for c in chunks}
+        vectors: dict[str, np.ndarray] = dict(self.store.cached_vectors(by_hash))
+        missing = [h for h in by_hash if h not in vectors]
+        batch = 64
+        for lo in range(0, len(missing), batch):
+            part = missing[lo : lo + batch]
+            for h, v in zip(part, self.embedder.embed([by_hash[h] for h in part]), strict=True):
+                vectors[h] = v
+            report.chunks_embedded += len(part)
+            if progress:
+                progress("chunks", len(part))
+        return vectors
+
+    def remove(self, paths: Iterable[str]) -> IngestReport:
+        report = IngestReport()
+        docs = self.store.documents()
+        for given in paths:
+            target = Path(given).resolve()
+            matched = [
+                d
+                for d in docs
+                if d.source == given
+                or d.metadata.get("path") == str(target)
+                or str(d.metadata.get("path", "")).startswith(str(target) + os.sep)
+            ]
+            if not matched:
+                report.failed.append((given, "not in the index"))
+            for doc in matched:
+                self.store.remove_document(doc.id)
+                report.removed.append(doc.source)
+        return report

@@ -1,0 +1,34 @@
+"""Plain text: paragraphs separated by blank lines; no headings."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from citeline.errors import ParseError
+from citeline.ingest.decode import decode_text
+from citeline.models import Block, ParsedDocument
+
+_PARAGRAPH = re.compile(r"\S(?:.*?\S)?(?=\n[ \t]*\n|\s*\Z)", re.DOTALL)
+
+
+def paragraph_blocks(text: str, trail: tuple[str, ...] = ()) -> list[Block]:
+    """Blocks for each run of non-blank lines, trimmed."""
+    return [Block("paragraph", m.start(), m.end(), trail) for m in _PARAGRAPH.finditer(text)]
+
+
+class TextParser:
+    format = "text"
+    extensions = (".txt", ".text", ".rst")
+
+    def parse(self, data: bytes, path: Path) -> ParsedDocument:
+        text = decode_text(data, str(path))
+        blocks = paragraph_blocks(text)
+        if not blocks:
+            raise ParseError(str(path), "the file is empty (no text to index)")
+        first = text[blocks[0].start : blocks[0].end]
+        title = path.stem
+        # A short first line that is not a sentence reads as the title.
+        if "\n" not in first and len(first) <= 80 and not first.endswith((".", "?", "!")):
+            title = first
+        return ParsedDocument(text=text, blocks=tuple(blocks), title=title, format=self.format)

@@ -1,0 +1,45 @@
+"""Keyword-side query handling: salient terms and the FTS5 MATCH expression for BM25."""
+
+from __future__ import annotations
+
+import re
+
+# Identifiers such as LDG-4012, sync.batch_size or v2.1.0 are kept whole (matched as phrases).
+_TERM = re.compile(r"\w+(?:[-_./:]\w+)*", re.UNICODE)
+
+STOPWORDS = frozenset(
+    """a about above after again against all am an and any are as at be because been before being
+    below between both but by can could did do does doing down during each few for from further had
+    has have having he her here hers herself him himself his how i if in into is it its itself just
+    me more most my myself no nor not now of off on once only or other our ours ourselves out over own
+    same she should so some such than that the their theirs them themselves then there these they this
+    those through to too under until up very was we were what when where which while who whom why will
+    with would you your yours yourself yourselves tell please show explain describe give list much many
+    use used using get got need needs want know does doesn't don't isn't aren't i'm it's what's""".split()
+)
+
+
+def query_terms(query: str) -> list[str]:
+    """Terms of a query in order, lower-cased, without stopwords and duplicates."""
+    seen: dict[str, None] = {}
+    for match in _TERM.finditer(query.lower()):
+        term = match.group(0).strip("._-/:")
+        if term and term not in STOPWORDS:
+            seen.setdefault(term, None)
+    return list(seen)
+
+
+def is_identifier(term: str) -> bool:
+    """Codes, numbers, option names: the exact tokens users search for verbatim."""
+    return any(ch.isdigit() for ch in term) or bool(re.search(r"[-_./:]", term))
+
+
+def fts_match_expression(query: str, max_terms: int = 32) -> str | None:
+    """An OR of quoted terms (phrases for compound identifiers); None if nothing is searchable."""
+    terms = query_terms(query)[:max_terms]
+    if not terms:
+        # A question made only of stopwords still deserves an answer attempt.
+        terms = [m.group(0) for m in _TERM.finditer(query.lower())][:max_terms]
+    if not terms:
+        return None
+    return " OR ".join('"' + t.replace('"', '""') + '"' for t in terms)

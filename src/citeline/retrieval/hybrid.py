@@ -1,0 +1,74 @@
+"""Hybrid retrieval: BM25 and dense top-k, each pre-filtered, merged by fusion."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from citeline.embedding.base import Embedder
+from citeline.index.sqlite import SqliteStore
+from citeline.models import Hit, StageScore
+from citeline.retrieval.filters import Filter
+from citeline.retrieval.fusion import convex_combination, reciprocal_rank_fusion
+
+
+@dataclass
+class Retrieval:
+    """Everything one retrieval produced, kept for traces and evaluation."""
+
+    query: str
+    hits: list[Hit]
+    lexical: list[tuple[str, float]]
+    dense: list[tuple[str, float]]
+    query_vector: np.ndarray
+    timings_ms: dict[str, float] = field(default_factory=dict)
+
+
+class HybridRetriever:
+    def __init__(self, store: SqliteStore, embedder: Embedder) -> None:
+        self.store = store
+        self.embedder = embedder
+
+    def retrieve(
+        self,
+        query: str,
+        flt: Filter | None = None,
+        k: int = 30,
+        fusion: str = "rrf",
+        rrf_k: int = 60,
+        alpha: float = 0.5,
+        stages: tuple[str, ...] = ("bm25", "dense"),
+    ) -> Retrieval:
+        flt = flt or Filter()
+        timings: dict[str, float] = {}
+        t = time.perf_counter()
+        vector = self.embedder.embed([query])[0]
+        timings["embed_query"] = (time.perf_counter() - t) * 1000
+        t = time.perf_counter()
+        lexical = self.store.keyword_search(query, flt, k) if "bm25" in stages else []
+        timings["bm25"] = (time.perf_counter() - t) * 1000
+        t = time.perf_counter()
+        dense = self.store.vector_search(vector, flt, k) if "dense" in stages else []
+        timings["dense"] = (time.perf_counter() - t) * 1000
+        t = time.perf_counter()
+        if fusion == "convex":
+            fused = convex_combination(dict(lexical), dict(dense), alpha)
+        else:
+            fused = reciprocal_rank_fusion([[c for c, _ in lexical], [c for c, _ in dense]], k=rrf_k)
+        per_stage = {
+            "bm25": {c: StageScore(s, r) for r, (c, s) in enumerate(lexical, 1)},
+            "dense": {c: StageScore(s, r) for r, (c, s) in enumerate(dense, 1)},
+        }
+        resolved = self.store.chunks([c for c, _ in fused[:k]])
+        hits: list[Hit] = []
+        for rank, (chunk_id, score) in enumerate(fused[:k], 1):
+            if chunk_id not in resolved:
+                continue  # removed between the two reads
+            chunk, doc = resolved[chunk_id]
+            stage_scores = {name: scores[chunk_id] for name, scores in per_stage.items() if chunk_id in scores}
+            stage_scores["fused"] = StageScore(score, rank)
+            hits.append(Hit(chunk=chunk, source=doc.source, title=doc.title, score=score, stages=stage_scores))
+        timings["fuse"] = (time.perf_counter() - t) * 1000
+        return Retrieval(query, hits, lexical, dense, vector, timings)
