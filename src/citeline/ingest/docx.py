@@ -1,0 +1,285 @@
+"""DOCX parser on python-docx: body elements in document order.
+
+Headings come from paragraph styles ("Heading 1".."Heading 6", styles based on them,
+an explicit outline level, "Title"), list paragraphs from numbering or "List" styles,
+tables become Markdown-like rows. The zip's central directory is checked before
+anything is decompressed, so a zip bomb is refused without being inflated.
+"""
+
+from __future__ import annotations
+
+import io
+import textwrap
+import zipfile
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+import docx
+from docx.oxml.ns import qn
+from docx.text.paragraph import Paragraph
+from lxml import etree
+
+from citeline.errors import ParseError
+from citeline.models import Block, BlockKind, ParsedDocument
+
+MAX_UNCOMPRESSED = 200 * 1024 * 1024
+MAX_RATIO = 200  # real DOCX XML compresses 5-30x; hundreds means a bomb
+MAX_ENTRIES = 10_000
+
+_W_P, _W_TBL, _W_SDT, _W_SDT_CONTENT = qn("w:p"), qn("w:tbl"), qn("w:sdt"), qn("w:sdtContent")
+_W_T, _W_TAB, _W_BR, _W_CR = qn("w:t"), qn("w:tab"), qn("w:br"), qn("w:cr")
+_W_NBH = qn("w:noBreakHyphen")
+_W_TR, _W_TC = qn("w:tr"), qn("w:tc")
+# Text boxes are repeated in a VML fallback; field results are in w:t already.
+_SKIP_IN_PARAGRAPH = (
+    qn("w:txbxContent"),
+    "{http://schemas.openxmlformats.org/markup-compatibility/2006}Fallback",
+)
+_CODE_STYLES = ("code", "source", "preformatted", "macro text", "verbatim")
+
+
+class DocxParser:
+    format = "docx"
+    extensions: tuple[str, ...] = (".docx",)
+
+    def parse(self, data: bytes, path: Path) -> ParsedDocument:
+        _check_zip(data, path)
+        try:
+            document = docx.Document(io.BytesIO(data))
+        except Exception as exc:  # python-docx raises many types for a broken package
+            raise ParseError(
+                str(path), f"not a readable Word document ({type(exc).__name__}: {exc})"
+            ) from None
+        raw = list(_body_blocks(document))
+        if not raw:
+            raise ParseError(str(path), "no text content")
+        props = document.core_properties
+        title = " ".join((props.title or "").split())
+        title_known = bool(title)
+        if not title:
+            titles = [t for k, t, lvl in raw if k == "heading" and lvl == 0]
+            firsts = [t for k, t, lvl in raw if k == "heading" and lvl == 1]
+            title = titles[0] if titles else firsts[0] if firsts else path.stem
+            title_known = bool(titles) or len(firsts) == 1
+        return _build(raw, title, title_known, _metadata(props))
+
+
+def _check_zip(data: bytes, path: Path) -> None:
+    try:
+        zf = zipfile.ZipFile(io.BytesIO(data))
+    except (zipfile.BadZipFile, zipfile.LargeZipFile, ValueError):
+        raise ParseError(str(path), "not a DOCX file (not a zip archive)") from None
+    with zf:
+        infos = zf.infolist()
+        if len(infos) > MAX_ENTRIES:
+            raise ParseError(str(path), f"refused: the archive has {len(infos)} entries (zip bomb?)")
+        total = sum(i.file_size for i in infos)
+        if total > MAX_UNCOMPRESSED:
+            raise ParseError(
+                str(path),
+                f"refused: {total // (1024 * 1024)} MB uncompressed, over the "
+                f"{MAX_UNCOMPRESSED // (1024 * 1024)} MB limit (zip bomb?)",
+            )
+        for i in infos:
+            if i.file_size > 1024 * 1024 and i.file_size > MAX_RATIO * max(i.compress_size, 1):
+                raise ParseError(
+                    str(path),
+                    f"refused: {i.filename} expands {i.file_size // max(i.compress_size, 1)}x (zip bomb?)",
+                )
+        if "word/document.xml" not in zf.namelist():
+            raise ParseError(str(path), "not a Word document (no word/document.xml in the archive)")
+
+
+def _style_level(par: Paragraph) -> int | None:
+    """Heading level: 0 for Title, 1..6 for headings, None for body text."""
+    pPr = par._p.pPr
+    if pPr is not None:
+        lvl = pPr.find(qn("w:outlineLvl"))
+        val = lvl.get(qn("w:val")) if lvl is not None else None
+        if val is not None and val.isdigit() and int(val) < 9:
+            return min(int(val) + 1, 6)
+    style = par.style
+    for _ in range(5):  # custom styles "based on" a heading style
+        if style is None:
+            return None
+        name = (style.name or "").strip().lower()
+        if name == "title":
+            return 0
+        if name.startswith("heading ") and name[8:].isdigit():
+            return min(max(int(name[8:]), 1), 6)
+        style = style.base_style
+    return None
+
+
+def _paragraph_text(p: Any) -> str:
+    parts: list[str] = []
+    walker = etree.iterwalk(p, events=("start",))
+    for _, el in walker:
+        tag = el.tag
+        if tag in _SKIP_IN_PARAGRAPH:
+            walker.skip_subtree()
+        elif tag == _W_T:
+            parts.append(el.text or "")
+        elif tag == _W_TAB:
+            parts.append("\t")
+        elif tag in (_W_BR, _W_CR):
+            parts.append("\n")
+        elif tag == _W_NBH:
+            parts.append("-")
+    return "".join(parts)
+
+
+def _clean(s: str) -> str:
+    lines = (" ".join(line.split()) for line in s.split("\n"))
+    return "\n".join(line for line in lines if line)
+
+
+def _list_level(par: Paragraph) -> int | None:
+    """Indent level for list paragraphs (numbering or a List style), else None."""
+    pPr = par._p.pPr
+    numPr = pPr.find(qn("w:numPr")) if pPr is not None else None
+    if numPr is not None:
+        ilvl = numPr.find(qn("w:ilvl"))
+        val = ilvl.get(qn("w:val")) if ilvl is not None else "0"
+        return int(val) if val and val.isdigit() else 0
+    name = ((par.style.name if par.style is not None else "") or "").lower()
+    if not name.startswith("list"):
+        return None
+    # "List Bullet 2" and the like carry their level in the name.
+    last = name.rsplit(" ", 1)[-1]
+    return int(last) - 1 if last.isdigit() and int(last) > 0 else 0
+
+
+def _table_text(tbl: Any) -> str:
+    rows: list[list[str]] = []
+    for tr in tbl.iterchildren(_W_TR):
+        cells: list[str] = []
+        for tc in tr.iterchildren(_W_TC):
+            text = " ".join(_clean(_paragraph_text(p)).replace("\n", " ") for p in tc.iter(_W_P))
+            cells.append(" ".join(text.split()).replace("|", "\\|"))
+            span = tc.find(f"{qn('w:tcPr')}/{qn('w:gridSpan')}")
+            val = span.get(qn("w:val")) if span is not None else None
+            if val and val.isdigit():
+                cells += [""] * (min(int(val), 50) - 1)
+        if any(cells):
+            rows.append(cells)
+    if not rows:
+        return ""
+    ncols = max(len(r) for r in rows)
+    lines = ["| " + " | ".join(r + [""] * (ncols - len(r))) + " |" for r in rows]
+    lines.insert(1, "| " + " | ".join(["---"] * ncols) + " |")
+    return "\n".join(lines)
+
+
+def _body_blocks(document: Any) -> Any:
+    """Yield (kind, text, heading level) in document order; list and code runs are grouped."""
+    body = document.element.body
+    pending: tuple[BlockKind, list[str]] | None = None
+    stack = [iter(body)]
+    while stack:
+        el = next(stack[-1], None)
+        if el is None:
+            stack.pop()
+            continue
+        if el.tag == _W_SDT:  # content control (e.g. a table of contents): read inside
+            content = el.find(_W_SDT_CONTENT)
+            if content is not None:
+                stack.append(iter(content))
+            continue
+        item: tuple[BlockKind, str, int] | None = None
+        group: tuple[BlockKind, str] | None = None
+        if el.tag == _W_TBL:
+            item = ("table", _table_text(el), 0)
+        elif el.tag == _W_P:
+            par = Paragraph(el, document)
+            raw_text = _paragraph_text(el)
+            style = ((par.style.name if par.style is not None else "") or "").lower()
+            level = _style_level(par)
+            if level is not None:
+                item = ("heading", " ".join(raw_text.split()), level)
+            elif any(s in style for s in _CODE_STYLES):
+                group = ("code", raw_text.rstrip())
+            elif (ilvl := _list_level(par)) is not None:
+                text = " ".join(raw_text.split())
+                group = ("list", "  " * min(ilvl, 8) + "- " + text if text else "")
+            else:
+                item = ("paragraph", _clean(raw_text), 0)
+        else:
+            continue
+        if pending and (group is None or group[0] != pending[0]):
+            yield from _flush(pending)
+            pending = None
+        if group is not None:
+            if pending is None:
+                pending = (group[0], [])
+            pending[1].append(group[1])
+        elif item is not None and item[1]:
+            yield item
+    if pending:
+        yield from _flush(pending)
+
+
+def _flush(pending: tuple[BlockKind, list[str]]) -> Any:
+    kind, lines = pending
+    if kind == "code":
+        # Keep relative indentation; a block may not start or end with whitespace.
+        text = textwrap.dedent("\n".join(lines).expandtabs(4)).strip()
+    else:
+        text = "\n".join(line for line in lines if line)
+    if text:
+        yield (kind, text, 0)
+
+
+def _metadata(props: Any) -> dict[str, Any]:
+    meta: dict[str, Any] = {}
+    for key in (
+        "author",
+        "last_modified_by",
+        "subject",
+        "keywords",
+        "category",
+        "language",
+        "created",
+        "modified",
+    ):
+        value = getattr(props, key, None)
+        if isinstance(value, datetime):
+            meta[key] = value.isoformat()
+        elif isinstance(value, str) and value.strip():
+            meta[key] = value.strip()
+    return meta
+
+
+def _build(
+    raw: list[tuple[BlockKind, str, int]], title: str, title_known: bool, metadata: dict[str, Any]
+) -> ParsedDocument:
+    parts: list[str] = []
+    blocks: list[Block] = []
+    stack: list[tuple[int, str]] = []
+    pos = 0
+    first_heading = True
+    norm_title = " ".join(title.split()).casefold()
+    for kind, text, level in raw:
+        if parts:
+            parts.append("\n\n")
+            pos += 2
+        parts.append(text)
+        is_title = kind == "heading" and (
+            level == 0 or (first_heading and title_known and text.casefold() == norm_title)
+        )
+        if is_title:  # the document's title is never part of a heading trail
+            trail: tuple[str, ...] = ()
+        elif kind == "heading":
+            while stack and stack[-1][0] >= level:
+                stack.pop()
+            stack.append((level, text))
+            trail = tuple(t for _, t in stack)
+        else:
+            trail = tuple(t for _, t in stack)
+        first_heading = first_heading and kind != "heading"
+        blocks.append(Block(kind, pos, pos + len(text), trail))
+        pos += len(text)
+    return ParsedDocument(
+        text="".join(parts), blocks=tuple(blocks), title=title, format="docx", metadata=metadata
+    )
