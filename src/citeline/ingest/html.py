@@ -1,0 +1,452 @@
+"""HTML parser on lxml: main content only, as headings, paragraphs, lists, tables, code.
+
+Every walk over the tree is iterative (lxml's C-level ``iterwalk``/``iter``), never
+Python recursion, so pathological nesting cannot blow the stack. libxml2 itself stops
+building the tree at 2,048 levels (it drops everything below); when that happens the
+markup is flattened first (``_flatten``) so that no text is lost.
+"""
+
+from __future__ import annotations
+
+import codecs
+import re
+import textwrap
+from html import escape
+from html.parser import HTMLParser as _StdlibHTMLParser
+from pathlib import Path
+from typing import Any
+
+import charset_normalizer
+from lxml import etree
+from lxml import html as lxml_html
+
+from citeline.errors import ParseError
+from citeline.models import Block, BlockKind, ParsedDocument
+
+_SKIP_TAGS = frozenset(
+    [
+        "script",
+        "style",
+        "nav",
+        "aside",
+        "form",
+        "noscript",
+        "template",
+        "iframe",
+        "svg",
+        "canvas",
+        "button",
+        "select",
+        "input",
+        "textarea",
+        "object",
+        "embed",
+        "head",
+        "title",
+        "meta",
+        "link",
+        "dialog",
+    ]
+)
+_SKIP_ROLES = frozenset(["navigation", "banner", "contentinfo", "complementary", "search", "menu", "menubar"])
+# class/id words that mark site chrome; matched as whole words between - and _ so that
+# e.g. DocBook's inline "menuchoice" is kept while "navheader" and "site-nav" go.
+_BOILERPLATE = re.compile(
+    r"(^|[-_])(nav|navbar|navheader|navfooter|navigation|menu|breadcrumbs?|sidebar|cookies?|"
+    r"banner|advert|advertisement|ads|social|share|sharing|skip|toc|footer)([-_]|$)",
+    re.IGNORECASE,
+)
+_HEADINGS = {f"h{i}": i for i in range(1, 7)}
+_CONTAINERS = frozenset(
+    [
+        "html",
+        "body",
+        "div",
+        "section",
+        "article",
+        "main",
+        "blockquote",
+        "figure",
+        "details",
+        "center",
+        "address",
+        "fieldset",
+        "header",
+        "hgroup",
+        "dl",
+        "search",
+        "table",
+        "thead",
+        "tbody",
+        "tfoot",
+        "tr",
+        "td",
+        "th",
+        "ul",
+        "ol",
+        "li",
+        "hr",
+    ]
+)
+_PARAGRAPHS = frozenset(["p", "dt", "dd", "figcaption", "caption", "summary", "legend"])
+_SECTIONING = frozenset(("article", "main", "section"))
+_LAYOUT_MARKERS = ("h1", "h2", "h3", "h4", "h5", "h6", "table", "pre", "ul", "ol")
+_BR = "\x00"  # stands for <br> inside inline text; NULs are removed from the input first
+_CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
+_META_CHARSET = re.compile(rb"""<meta[^>]+?charset\s*=\s*["']?\s*([a-zA-Z0-9_.:-]+)""", re.IGNORECASE)
+_MAX_DEPTH = 512
+
+
+class HtmlParser:
+    format = "html"
+    extensions: tuple[str, ...] = (".html", ".htm")
+
+    def parse(self, data: bytes, path: Path) -> ParsedDocument:
+        text = _CONTROL.sub(" ", _decode(data))
+        root = _parse_tree(text)
+        body = root.find("body") if root is not None else None
+        if root is None or body is None:
+            raise ParseError(str(path), "no text content")
+        title_el = root.find(".//title")
+        title = " ".join(title_el.text_content().split()) if title_el is not None else ""
+        content = _pick_content(body)
+        walker = _Walker()
+        walker.walk(content)
+        if not walker.blocks and content is not body:
+            walker = _Walker()
+            walker.walk(body)
+        if not walker.blocks:
+            raise ParseError(str(path), "no text content")
+        h1s = [t for k, t, lvl in walker.blocks if k == "heading" and lvl == 1]
+        title_from_tag = bool(title)
+        if not title:
+            title = h1s[0] if h1s else path.stem
+        return _build(walker.blocks, title, title_from_tag or len(h1s) == 1, _metadata(root))
+
+
+def _decode(data: bytes) -> str:
+    """BOM, then <meta charset>, then UTF-8, then charset-normalizer's guess."""
+    for bom, codec in (
+        (codecs.BOM_UTF32_LE, "utf-32"),
+        (codecs.BOM_UTF32_BE, "utf-32"),
+        (codecs.BOM_UTF8, "utf-8-sig"),
+        (codecs.BOM_UTF16_LE, "utf-16"),
+        (codecs.BOM_UTF16_BE, "utf-16"),
+    ):
+        if data.startswith(bom):
+            return data.decode(codec, errors="replace")
+    m = _META_CHARSET.search(data[:4096])
+    if m:
+        name = m.group(1).decode("ascii").lower()
+        # As browsers do: a UTF-16 declaration in ASCII-readable bytes is a mistake,
+        # and latin-1/ascii labels mean windows-1252.
+        if name.startswith(("utf-16", "utf-32", "ucs-2")):
+            name = "utf-8"
+        elif name in {"iso-8859-1", "latin-1", "latin1", "us-ascii", "ascii"}:
+            name = "cp1252"
+        try:
+            codecs.lookup(name)
+            return data.decode(name)
+        except (LookupError, UnicodeDecodeError):
+            pass
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError:
+        pass
+    matches = charset_normalizer.from_bytes(data)
+    best = matches.best()
+    if best is None:
+        return data.decode("cp1252", errors="replace")
+    # Short Western texts fit several Latin code pages about equally; windows-1252 is
+    # what browsers assume for undeclared legacy pages, so it wins a near tie.
+    for cand in matches:
+        if cand.encoding in ("cp1252", "latin_1", "iso8859_15") and cand.chaos <= best.chaos + 0.05:
+            return data.decode("cp1252", errors="replace")
+    return str(best)
+
+
+def _parse_tree(text: str) -> Any:
+    root, too_deep = _lxml_parse(text)
+    if too_deep:
+        root, _ = _lxml_parse(_flatten(text))
+    return root
+
+
+def _lxml_parse(text: str) -> tuple[Any, bool]:
+    """The <html> element (None for an empty document), and whether libxml2 hit its depth limit."""
+    parser = lxml_html.HTMLParser(huge_tree=True, remove_comments=True, remove_pis=True, encoding="utf-8")
+    try:
+        root = lxml_html.document_fromstring(text.encode("utf-8"), parser=parser)
+    except (etree.ParserError, ValueError):
+        return None, False
+    return root, any("Excessive depth" in e.message for e in parser.error_log)
+
+
+class _Flattener(_StdlibHTMLParser):
+    """Re-serialises markup, dropping tags nested deeper than _MAX_DEPTH but keeping text."""
+
+    VOID = frozenset(
+        ["area", "base", "br", "col", "embed", "hr", "img", "input", "link", "meta", "source", "track", "wbr"]
+    )
+
+    def __init__(self) -> None:
+        super().__init__(convert_charrefs=True)
+        self.out: list[str] = []
+        self.stack: list[tuple[str, bool]] = []
+        self.kept = 0
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        attr = "".join(f' {k}="{escape(v or "")}"' for k, v in attrs)
+        if tag in self.VOID:
+            self.out.append(f"<{tag}{attr}>")
+            return
+        keep = self.kept < _MAX_DEPTH
+        self.stack.append((tag, keep))
+        if keep:
+            self.kept += 1
+            self.out.append(f"<{tag}{attr}>")
+
+    def handle_endtag(self, tag: str) -> None:
+        for i in range(len(self.stack) - 1, -1, -1):
+            if self.stack[i][0] == tag:
+                for name, keep in reversed(self.stack[i:]):
+                    if keep:
+                        self.kept -= 1
+                        self.out.append(f"</{name}>")
+                del self.stack[i:]
+                return
+
+    def handle_data(self, data: str) -> None:
+        self.out.append(escape(data, quote=False))
+
+
+def _flatten(text: str) -> str:
+    f = _Flattener()
+    f.feed(text)
+    f.close()
+    return "".join(f.out)
+
+
+def _pick_content(body: Any) -> Any:
+    """<main> (or role=main), else the one <article>, else <body>."""
+    for el in body.iter("main", "article", "div", "section"):
+        if el.tag == "main" or el.get("role") == "main":
+            return el
+    articles = list(body.iter("article"))
+    return articles[0] if len(articles) == 1 else body
+
+
+def _is_skipped(el: Any, in_section: bool) -> bool:
+    tag = el.tag
+    if tag in _SKIP_TAGS or (tag == "footer") or (tag == "header" and not in_section):
+        return True
+    if el.get("role") in _SKIP_ROLES or el.get("hidden") is not None or el.get("aria-hidden") == "true":
+        return True
+    style = el.get("style")
+    if style and re.search(r"display\s*:\s*none", style):
+        return True
+    names = f"{el.get('class') or ''} {el.get('id') or ''}".split()
+    return any(_BOILERPLATE.search(n) for n in names)
+
+
+def _clean(s: str) -> str:
+    """Collapse whitespace; <br> becomes a single newline."""
+    lines = (" ".join(part.split()) for part in s.split(_BR))
+    return "\n".join(ln for ln in lines if ln)
+
+
+def _inline(el: Any, stop: frozenset[str] = frozenset(), in_section: bool = True) -> tuple[str, list[Any]]:
+    """The text of el's subtree; subtrees whose tag is in `stop` are returned, not read."""
+    parts: list[str] = [el.text or ""]
+    stopped: list[Any] = []
+    walker = etree.iterwalk(el, events=("start", "end"))
+    for event, node in walker:
+        if node is el or not isinstance(node.tag, str):
+            continue
+        if event == "start":
+            if node.tag in stop:
+                stopped.append(node)
+                walker.skip_subtree()
+            elif _is_skipped(node, in_section):
+                walker.skip_subtree()
+            elif node.tag == "br":
+                parts.append(_BR)
+            else:
+                parts.append(" " if node.tag in _CONTAINERS or node.tag in _PARAGRAPHS else "")
+                parts.append(node.text or "")
+        else:
+            if node.tag in _CONTAINERS or node.tag in _PARAGRAPHS:
+                parts.append(" ")
+            parts.append(node.tail or "")
+    return _clean("".join(parts)), stopped
+
+
+def _list_text(lst: Any) -> str:
+    lines: list[str] = []
+    stack: list[tuple[Any, int]] = [(iter(lst), 0)]
+    while stack:
+        it, depth = stack[-1]
+        child = next(it, None)
+        if child is None:
+            stack.pop()
+            continue
+        if not isinstance(child.tag, str) or _is_skipped(child, True):
+            continue
+        if child.tag in ("ul", "ol"):
+            stack.append((iter(child), depth + 1))
+            continue
+        text, sublists = _inline(child, frozenset(("ul", "ol")))
+        if text:
+            lines.append("  " * min(depth, 8) + "- " + text.replace("\n", " "))
+        for sub in reversed(sublists):
+            stack.append((iter(sub), depth + 1))
+    # Items may all sit in nested lists; the shallowest one starts at column 0.
+    return textwrap.dedent("\n".join(lines))
+
+
+def _is_layout_table(tbl: Any) -> bool:
+    if tbl.get("role") in ("presentation", "none"):
+        return True
+    return any(el is not tbl for el in tbl.iter(*_LAYOUT_MARKERS))
+
+
+def _table_text(tbl: Any) -> str:
+    rows: list[list[str]] = []
+    walker = etree.iterwalk(tbl, events=("start",))
+    for _, el in walker:
+        if el is tbl or not isinstance(el.tag, str):
+            continue
+        if el.tag in ("table", "caption") or _is_skipped(el, True):
+            walker.skip_subtree()
+        elif el.tag == "tr":
+            cells: list[str] = []
+            for cell in el:
+                if cell.tag in ("td", "th"):
+                    text = _inline(cell)[0].replace("\n", " ").replace("|", "\\|")
+                    span = cell.get("colspan") or "1"
+                    cells += [text] + [""] * (min(int(span), 50) - 1 if span.isdigit() and span != "0" else 0)
+            if any(cells):
+                rows.append(cells)
+            walker.skip_subtree()
+    if not rows:
+        return ""
+    ncols = max(len(r) for r in rows)
+    lines = ["| " + " | ".join(r + [""] * (ncols - len(r))) + " |" for r in rows]
+    lines.insert(1, "| " + " | ".join(["---"] * ncols) + " |")
+    return "\n".join(lines)
+
+
+class _Walker:
+    """Turns a content subtree into (kind, text, heading level) blocks in document order."""
+
+    def __init__(self) -> None:
+        self.blocks: list[tuple[BlockKind, str, int]] = []
+        self.buf: list[str] = []
+
+    def add(self, kind: BlockKind, text: str, level: int = 0) -> None:
+        if text:
+            self.blocks.append((kind, text, level))
+
+    def flush(self) -> None:
+        if self.buf:
+            self.add("paragraph", _clean("".join(self.buf)))
+            self.buf.clear()
+
+    def walk(self, root: Any) -> None:
+        sections = 0
+        walker = etree.iterwalk(root, events=("start", "end"))
+        for event, el in walker:
+            tag = el.tag
+            if not isinstance(tag, str):
+                continue
+            if event == "end":
+                if tag in _SECTIONING:
+                    sections -= 1
+                if tag in _CONTAINERS or tag in _PARAGRAPHS or tag in _HEADINGS or tag == "pre":
+                    self.flush()
+                if el is not root:
+                    self.buf.append(el.tail or "")
+                continue
+            if tag in _SECTIONING:
+                sections += 1
+            if el is not root and _is_skipped(el, sections > 0 or root.tag in _SECTIONING):
+                walker.skip_subtree()
+                continue
+            if tag in _CONTAINERS or tag in _PARAGRAPHS or tag in _HEADINGS or tag == "pre":
+                self.flush()
+            whole = self.whole(el)
+            if whole is not None:
+                kind, text, level = whole
+                self.add(kind, text, level)
+                walker.skip_subtree()
+            elif tag == "br":
+                self.buf.append(_BR)
+            else:
+                self.buf.append(el.text or "")
+
+    def whole(self, el: Any) -> tuple[BlockKind, str, int] | None:
+        """Elements read as one block, or None for containers and inline elements."""
+        tag = el.tag
+        if tag in _HEADINGS:
+            return "heading", _inline(el)[0].replace("\n", " "), _HEADINGS[tag]
+        if tag in _PARAGRAPHS:
+            return "paragraph", _inline(el)[0], 0
+        if tag == "pre":
+            code = "".join(el.itertext()).replace("\r\n", "\n").replace(_BR, "")
+            return "code", textwrap.dedent(code).strip(), 0
+        if tag in ("ul", "ol"):
+            return "list", _list_text(el), 0
+        if tag == "table" and not _is_layout_table(el):
+            caption = el.find("caption")
+            if caption is not None:
+                self.add("paragraph", _inline(caption)[0])
+            return "table", _table_text(el), 0
+        return None
+
+
+def _metadata(root: Any) -> dict[str, Any]:
+    meta: dict[str, Any] = {}
+    lang = root.get("lang")
+    if lang:
+        meta["lang"] = lang
+    for el in root.iter("meta"):
+        name = (el.get("name") or el.get("property") or "").lower()
+        content = " ".join((el.get("content") or "").split())
+        if name in ("author", "description", "keywords", "og:title", "og:site_name") and content:
+            meta[name.replace("og:", "og_")] = content
+    for el in root.iter("link"):
+        if (el.get("rel") or "").lower() == "canonical" and el.get("href"):
+            meta["canonical"] = el.get("href")
+    return meta
+
+
+def _build(
+    raw: list[tuple[BlockKind, str, int]], title: str, title_is_unique: bool, metadata: dict[str, Any]
+) -> ParsedDocument:
+    parts: list[str] = []
+    blocks: list[Block] = []
+    stack: list[tuple[int, str]] = []
+    pos = 0
+    first_heading = True
+    norm_title = " ".join(title.split()).casefold()
+    for kind, text, level in raw:
+        if parts:
+            parts.append("\n\n")
+            pos += 2
+        parts.append(text)
+        if kind == "heading":
+            # The document's own title (its first, unique h1) is not part of any trail.
+            if first_heading and title_is_unique and text.casefold() == norm_title:
+                blocks.append(Block("heading", pos, pos + len(text), ()))
+                first_heading = False
+                pos += len(text)
+                continue
+            while stack and stack[-1][0] >= level:
+                stack.pop()
+            stack.append((level, text))
+        first_heading = first_heading and kind != "heading"
+        blocks.append(Block(kind, pos, pos + len(text), tuple(t for _, t in stack)))
+        pos += len(text)
+    return ParsedDocument(
+        text="".join(parts), blocks=tuple(blocks), title=title, format="html", metadata=metadata
+    )
