@@ -1,0 +1,520 @@
+"""PDF parser on pypdfium2: words with boxes -> lines -> reading order -> blocks.
+
+Pass 1 walks the pages one at a time (each page and text page closed before the next,
+so a 2,000-page file never holds more than one page in PDFium) and keeps only small
+line records. Pass 2 needs the whole document (running headers, body font size, heading
+levels) and builds the text and blocks from those records.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import re
+import statistics
+from collections import Counter, defaultdict
+from dataclasses import dataclass, field
+from itertools import pairwise
+from pathlib import Path
+
+import pypdfium2 as pdfium
+import pypdfium2.raw as pdfium_c
+
+from citeline.errors import ParseError
+from citeline.models import Block, BlockKind, ParsedDocument
+
+# Words: runs of visible characters. PDFium writes U+FFFE (GetUnicode: 0x02) where it
+# found an end-of-line hyphen; it is a word break for geometry, dropped from the text.
+_WORD = re.compile(r"[^\s\ufffe\x00-\x1f\x7f]+")
+_HYPHEN_MARKS = ("\ufffe", "\x02")
+_PAGE_NUMBER = re.compile(r"^(page\s+)?(\d{1,5}|[ivxlcdm]{1,6})(\s*(of|/)\s*\d{1,5})?$", re.IGNORECASE)
+_BULLET = re.compile(r"^([•◦▪‣∙·●○■□–—*-]|\(?\d{1,3}[.)]|\(?[a-z][.)])\s")
+_SENTENCE_END = re.compile(r"[.!?:;][\"'”’)\]]*$")
+_SECTION_NO = re.compile(r"^(chapter|section|part|appendix)?\s*[\dIVXivx]+(\.\d+)*\.?\s+", re.IGNORECASE)
+_ERRORS = {
+    pdfium_c.FPDF_ERR_PASSWORD: "encrypted PDF (no password support)",
+    pdfium_c.FPDF_ERR_SECURITY: "encrypted PDF with an unsupported security handler",
+    pdfium_c.FPDF_ERR_FILE: "unreadable PDF file",
+}
+
+
+@dataclass(slots=True)
+class _Line:
+    """A run of words on one baseline (one column's part of a visual line)."""
+
+    text: str
+    x0: float
+    x1: float
+    top: float
+    bottom: float
+    size: float
+    hyphen: bool = False  # PDFium saw an end-of-line hyphen after the last word
+    page: int = 0
+    flow: int = 0  # lines of one flow are read top-down; a new flow = new column / page
+    level: int = 0  # heading level (1..6) or 0 for body text
+
+
+@dataclass
+class _PageLines:
+    width: float
+    height: float
+    lines: list[_Line] = field(default_factory=list)
+
+
+def _norm(s: str) -> str:
+    return " ".join(s.split()).casefold()
+
+
+def _heading_key(s: str) -> str:
+    return _SECTION_NO.sub("", _norm(s))
+
+
+class PdfParser:
+    format = "pdf"
+    extensions: tuple[str, ...] = (".pdf",)
+
+    def parse(self, data: bytes, path: Path) -> ParsedDocument:
+        if b"%PDF" not in data[:1024]:
+            raise ParseError(str(path), "not a PDF file (no %PDF header)")
+        try:
+            pdf = pdfium.PdfDocument(data)
+        except pdfium.PdfiumError:
+            raise ParseError(str(path), _open_failure(data)) from None
+        try:
+            meta = {k.lower(): v.strip() for k, v in pdf.get_metadata_dict(skip_empty=True).items()}
+            outline = _outline(pdf)
+            pages: list[_PageLines] = []
+            for i in range(len(pdf)):
+                page = pdf[i]
+                try:
+                    pages.append(_read_page(page, i + 1))
+                finally:
+                    page.close()
+        except pdfium.PdfiumError as exc:
+            raise ParseError(str(path), f"corrupt PDF ({exc})") from None
+        finally:
+            pdf.close()
+        if not any(p.lines for p in pages):
+            raise ParseError(str(path), "image-only PDF: no text layer (OCR is not supported)")
+        return _assemble(pages, outline, meta, path)
+
+
+def _open_failure(data: bytes) -> str:
+    """Why PDFium would not open the file. PdfiumError's code can be stale: PDFium's last
+    error survives successful calls, and a document with zero pages loads successfully."""
+    raw = pdfium_c.FPDF_LoadMemDocument64(data, len(data), None)
+    if raw:
+        pdfium_c.FPDF_CloseDocument(raw)
+        return "PDF has no pages"
+    return _ERRORS.get(pdfium_c.FPDF_GetLastError(), "corrupt or unreadable PDF")
+
+
+def _outline(pdf: pdfium.PdfDocument) -> list[tuple[int, str, int]]:
+    """(level 1.., title, 1-based page) for bookmarks that point at a page."""
+    out = []
+    for bm in pdf.get_toc(max_depth=6):
+        dest = bm.get_dest()
+        index = dest.get_index() if dest is not None else None
+        title = " ".join(bm.get_title().split())
+        if index is not None and title:
+            out.append((bm.level + 1, title, index + 1))
+    return out
+
+
+def _read_page(page: pdfium.PdfPage, pno: int) -> _PageLines:
+    width, height = page.get_size()
+    result = _PageLines(width, height)
+    tp = page.get_textpage()
+    try:
+        n = pdfium_c.FPDFText_CountChars(tp)
+        if n <= 0:
+            return result
+        buf = (ctypes.c_ushort * (n + 1))()
+        got = pdfium_c.FPDFText_GetText(tp, 0, n, buf)
+        text = bytes(memoryview(buf).cast("B")[: max(got - 1, 0) * 2]).decode("utf-16-le", "replace")
+        if len(text) != n:
+            # Rare (non-BMP characters, excluded chars): rebuild so that text[i] is char i.
+            text = "".join(_safe_chr(pdfium_c.FPDFText_GetUnicode(tp, i)) for i in range(n))
+        result.lines = _words_to_lines(tp, text, pno)
+    finally:
+        tp.close()
+    return result
+
+
+def _safe_chr(code: int) -> str:
+    if code == 2:
+        return "\ufffe"
+    return chr(code) if 0 < code < 0x110000 and not 0xD800 <= code < 0xE000 else " "
+
+
+def _words_to_lines(tp: pdfium.PdfTextPage, text: str, pno: int) -> list[_Line]:
+    rect = pdfium_c.FS_RECTF()
+    lines: list[_Line] = []
+    cur: _Line | None = None
+    for m in _WORD.finditer(text):
+        a, b = m.start(), m.end() - 1
+        # The loose box spans the font's ascent..descent, so it is the same for every
+        # glyph of a line (tight boxes vary: "x" vs "l"), which makes baselines comparable.
+        pdfium_c.FPDFText_GetLooseCharBox(tp, a, rect)
+        x0, bottom, top = rect.left, rect.bottom, rect.top
+        if b != a:
+            pdfium_c.FPDFText_GetLooseCharBox(tp, b, rect)
+        x1 = rect.right
+        size = pdfium_c.FPDFText_GetFontSize(tp, a)
+        if size < 2.0:  # font scaled by the text matrix: Tf says 1
+            size = max((top - bottom) / 1.17, 1.0)
+        hyphen = m.end() < len(text) and text[m.end()] in _HYPHEN_MARKS
+        if cur is not None and _same_line(cur, x0, bottom, top, size):
+            cur.text += " " + m.group()
+            cur.x1 = max(cur.x1, x1)
+            cur.top, cur.bottom = max(cur.top, top), min(cur.bottom, bottom)
+            cur.hyphen = hyphen
+        else:
+            cur = _Line(m.group(), x0, x1, top, bottom, size, hyphen, pno)
+            lines.append(cur)
+    return lines
+
+
+def _same_line(cur: _Line, x0: float, bottom: float, top: float, size: float) -> bool:
+    overlap = min(cur.top, top) - max(cur.bottom, bottom)
+    if overlap < 0.5 * min(cur.top - cur.bottom, top - bottom):
+        return False
+    gap = x0 - cur.x1
+    # A gap much wider than a word space is a column gutter or a table cell: new line.
+    return -0.5 * size <= gap <= 1.8 * max(size, cur.size)
+
+
+def _strip_running(pages: list[_PageLines]) -> None:
+    """Drop page numbers and lines repeated at the same place on several pages."""
+    seen: dict[tuple[str, int], set[int]] = defaultdict(set)
+    edges: list[list[_Line]] = []
+    for pno, p in enumerate(pages):
+        cand = _margin_lines(p.lines)
+        edges.append(cand)
+        for ln in cand:
+            seen[(re.sub(r"\d+", "#", _norm(ln.text)), round(ln.top / 6))].add(pno)
+    need = 2 if len(pages) == 2 else 3
+    for p, cand in zip(pages, edges, strict=True):
+        drop = {
+            id(ln)
+            for ln in cand
+            if _PAGE_NUMBER.match(ln.text.strip())
+            or len(seen[(re.sub(r"\d+", "#", _norm(ln.text)), round(ln.top / 6))]) >= need
+        }
+        if drop:
+            p.lines = [ln for ln in p.lines if id(ln) not in drop]
+
+
+def _margin_lines(lines: list[_Line]) -> list[_Line]:
+    """Lines in the top or bottom margin: at most two rows at either end of the page,
+    set off from the body by a gap of at least a line height."""
+    rows: list[list[_Line]] = []
+    for ln in sorted(lines, key=lambda ln: -ln.top):
+        if rows and abs(rows[-1][0].top - ln.top) < 0.5 * ln.size:
+            rows[-1].append(ln)
+        else:
+            rows.append([ln])
+    out: dict[int, _Line] = {}
+    for from_top, seq in ((True, rows), (False, rows[::-1])):
+        for i in range(min(2, len(seq) - 1)):
+            a, b = seq[i][0], seq[i + 1][0]
+            gap = a.bottom - b.top if from_top else b.bottom - a.top
+            if gap >= a.size:
+                out.update((id(ln), ln) for row in seq[: i + 1] for ln in row)
+                break
+    return list(out.values())
+
+
+def _gutter(lines: list[_Line], width: float) -> float | None:
+    """x of the gap between two text columns, or None for a single-column page."""
+    if len(lines) < 6:
+        return None
+    step = 2.0
+    nbins = int(width / step) + 1
+    cover = [0] * nbins
+    for ln in lines:
+        for k in range(max(int(ln.x0 / step), 0), min(int(ln.x1 / step) + 1, nbins)):
+            cover[k] += 1
+    allowed = max(1, len(lines) // 10)  # full-width lines (titles) may cross the gutter
+    best: tuple[float, float] | None = None
+    k = int(nbins * 0.2)
+    while k < int(nbins * 0.8):
+        if cover[k] > allowed:
+            k += 1
+            continue
+        j = k
+        while j < nbins and cover[j] <= allowed:
+            j += 1
+        if (j - k) * step >= 6 and (best is None or j - k > best[1] - best[0]):
+            best = (k * step, j * step)
+        k = j
+    if best is None:
+        return None
+    gx0, gx1 = best
+    left = [ln for ln in lines if ln.x1 <= gx0 + step]
+    right = [ln for ln in lines if ln.x0 >= gx1 - step]
+    if len(left) < 3 or len(right) < 3:
+        return None
+    # Real columns are filled by their lines; label/value layouts are not.
+    for side in (left, right):
+        span = max(ln.x1 for ln in side) - min(ln.x0 for ln in side)
+        if sum(ln.x1 - ln.x0 >= 0.75 * span for ln in side) < 0.3 * len(side):
+            return None
+    return (gx0 + gx1) / 2
+
+
+def _reading_order(p: _PageLines, flow: int) -> tuple[list[_Line], int]:
+    """Order a page's lines for reading; returns them and the next flow id."""
+    lines = sorted(p.lines, key=lambda ln: (-ln.bottom, ln.x0))
+    gx = _gutter(lines, p.width)
+    out: list[_Line] = []
+    cols: list[list[_Line]] = [[], []]
+
+    def flush() -> None:
+        nonlocal flow
+        for col in cols:
+            if col:
+                flow += 1
+                out.extend(_merge_baselines(col, flow))
+                col.clear()
+
+    run: list[_Line] = []
+    for ln in lines:
+        if gx is not None and not (ln.x0 < gx < ln.x1):
+            if run:
+                flow += 1
+                out.extend(_merge_baselines(run, flow))
+                run = []
+            cols[0 if ln.x1 <= gx else 1].append(ln)
+        else:
+            flush()
+            run.append(ln)
+    flush()
+    if run:
+        flow += 1
+        out.extend(_merge_baselines(run, flow))
+    return out, flow
+
+
+def _merge_baselines(lines: list[_Line], flow: int) -> list[_Line]:
+    """Join pieces that share a baseline (cells, tab stops) into one line, left to right."""
+    out: list[_Line] = []
+    for ln in lines:
+        ln.flow = flow
+        last = out[-1] if out else None
+        if last is not None and abs(last.bottom - ln.bottom) < 0.3 * min(last.size, ln.size):
+            first, second = (last, ln) if last.x0 <= ln.x0 else (ln, last)
+            last.text = first.text + " " + second.text
+            last.hyphen = second.hyphen
+            last.x0, last.x1 = min(last.x0, ln.x0), max(last.x1, ln.x1)
+            last.top, last.size = max(last.top, ln.top), max(last.size, ln.size)
+        else:
+            out.append(ln)
+    return out
+
+
+def _mark_headings(
+    pages: list[list[_Line]], outline: list[tuple[int, str, int]], body: float
+) -> dict[int, list[tuple[int, str]]]:
+    """Set heading levels: from the outline when there is one, else from font size.
+
+    Returns the bookmarks whose title was not found on their page: they still enter the
+    heading trail, at the start of that page.
+    """
+    unmatched: dict[int, list[tuple[int, str]]] = defaultdict(list)
+    if outline:
+        by_page: dict[int, list[tuple[int, str]]] = defaultdict(list)
+        for level, title, pno in outline:
+            by_page[pno].append((min(level, 6), title))
+        for pno, lines in enumerate(pages, start=1):
+            pending = by_page.get(pno, [])
+            for i, ln in enumerate(lines):
+                one = _heading_key(ln.text)
+                nxt = lines[i + 1] if i + 1 < len(lines) and lines[i + 1].flow == ln.flow else None
+                two = _heading_key(ln.text + " " + nxt.text) if nxt else None
+                for j, (level, title) in enumerate(pending):
+                    key = _heading_key(title)
+                    if key in (one, two):
+                        ln.level = level
+                        if nxt is not None and key == two and key != one:
+                            nxt.level = level  # title wrapped over two lines
+                        del pending[j]
+                        break
+            unmatched[pno] = pending
+        return unmatched
+    sizes = sorted(
+        {round(ln.size * 2) / 2 for lines in pages for ln in lines if _is_big(ln, body)}, reverse=True
+    )
+    for lines in pages:
+        for ln in lines:
+            if _is_big(ln, body):
+                ln.level = min(sizes.index(round(ln.size * 2) / 2) + 1, 6)
+    return unmatched
+
+
+def _is_big(ln: _Line, body: float) -> bool:
+    return ln.size >= body * 1.15 and len(ln.text) <= 200 and any(c.isalpha() for c in ln.text)
+
+
+@dataclass
+class _Blk:
+    kind: BlockKind
+    lines: list[_Line]
+    level: int = 0
+
+
+def _assemble(
+    pages: list[_PageLines], outline: list[tuple[int, str, int]], meta: dict[str, str], path: Path
+) -> ParsedDocument:
+    _strip_running(pages)
+    weights: Counter[float] = Counter()
+    ratios: list[float] = []
+    for p in pages:
+        for a, b in pairwise(p.lines):
+            if abs(a.size - b.size) < 0.5 and 0 < a.bottom - b.bottom < 3 * a.size:
+                ratios.append((a.bottom - b.bottom) / a.size)
+        for ln in p.lines:
+            weights[round(ln.size * 2) / 2] += len(ln.text)
+    if not weights:
+        raise ParseError(str(path), "no text content (only page headers/footers)")
+    body = weights.most_common(1)[0][0]
+    para_gap = (statistics.median(ratios) if ratios else 1.2) * 1.3
+    ordered: list[list[_Line]] = []
+    flow = 0
+    for p in pages:
+        lines, flow = _reading_order(p, flow)
+        ordered.append(lines)
+    pages_outline = [o for o in outline if 1 <= o[2] <= len(pages)]
+    unmatched = _mark_headings(ordered, pages_outline, body)
+    blocks = _group(ordered, para_gap)
+    heading_lines = [b for b in blocks if b.kind == "heading"]
+    title = meta.get("title", "")
+    title_from_meta = bool(title) and title.casefold() not in {"untitled", "untitled document"}
+    if not title_from_meta:
+        first = heading_lines[0] if heading_lines else None
+        title = _join(first.lines)[0] if first else (path.stem or "untitled")
+    return _emit(blocks, unmatched, len(pages), title, title_from_meta, meta)
+
+
+def _group(pages: list[list[_Line]], para_gap: float) -> list[_Blk]:
+    blocks: list[_Blk] = []
+    for lines in pages:
+        for i, ln in enumerate(lines):
+            cur = blocks[-1] if blocks else None
+            last = cur.lines[-1] if cur else None
+            first_of_flow = i == 0 or lines[i - 1].flow != ln.flow
+            if ln.level:
+                if (
+                    cur
+                    and last
+                    and cur.kind == "heading"
+                    and cur.level == ln.level
+                    and last.flow == ln.flow
+                    and 0 < last.bottom - ln.bottom <= para_gap * ln.size
+                ):
+                    cur.lines.append(ln)  # a heading wrapped over two lines
+                else:
+                    blocks.append(_Blk("heading", [ln], ln.level))
+                continue
+            bullet = bool(_BULLET.match(ln.text))
+            if cur is None or last is None or cur.kind == "heading" or abs(last.size - ln.size) > 0.6:
+                blocks.append(_Blk("list" if bullet else "paragraph", [ln]))
+            elif last.flow == ln.flow and 0 < last.bottom - ln.bottom <= para_gap * ln.size:
+                if bullet and cur.kind == "paragraph":
+                    blocks.append(_Blk("list", [ln]))
+                else:
+                    cur.lines.append(ln)
+            elif first_of_flow and not bullet and not _SENTENCE_END.search(last.text):
+                cur.lines.append(ln)  # sentence goes on in the next column or page
+            else:
+                blocks.append(_Blk("list" if bullet else "paragraph", [ln]))
+    return blocks
+
+
+def _join(lines: list[_Line], list_items: bool = False) -> tuple[str, list[int]]:
+    """The block's text and where each line starts in it (hyphens repaired)."""
+    out = lines[0].text
+    offsets = [0]
+    for prev, ln in pairwise(lines):
+        text = ln.text
+        if prev.hyphen:
+            pass
+        elif out.endswith("-") and len(out) > 1 and out[-2].isalpha() and text[:1].islower():
+            out = out[:-1]  # "infor-" + "mation": PDFium did not flag it, same repair
+        elif list_items and _BULLET.match(text):
+            out += "\n"
+        else:
+            out += " "
+        offsets.append(len(out))
+        out += text
+    return out, offsets
+
+
+def _emit(
+    blocks: list[_Blk],
+    unmatched: dict[int, list[tuple[int, str]]],
+    page_count: int,
+    title: str,
+    title_from_meta: bool,
+    meta: dict[str, str],
+) -> ParsedDocument:
+    levels = Counter(b.level for b in blocks if b.kind == "heading")
+    parts: list[str] = []
+    out: list[Block] = []
+    starts: list[int | None] = [None] * page_count
+    stack: list[tuple[int, str]] = []
+    pos = 0
+    seen_heading = False
+    next_page = 1
+
+    def enter_page(pno: int) -> None:
+        nonlocal next_page
+        while next_page <= pno:
+            for level, text in unmatched.get(next_page, []):
+                while stack and stack[-1][0] >= level:
+                    stack.pop()
+                stack.append((level, text))
+            next_page += 1
+
+    for b in blocks:
+        enter_page(b.lines[0].page)
+        text, offsets = _join(b.lines, list_items=b.kind == "list")
+        if parts:
+            parts.append("\n\n")
+            pos += 2
+        start = pos
+        for ln, off in zip(b.lines, offsets, strict=True):
+            if starts[ln.page - 1] is None:  # the first character taken from each page
+                starts[ln.page - 1] = start + off
+        parts.append(text)
+        pos += len(text)
+        trail: tuple[str, ...]
+        if b.kind == "heading":
+            is_title = (
+                not seen_heading and _norm(text) == _norm(title) and (title_from_meta or levels[b.level] == 1)
+            )
+            seen_heading = True
+            if is_title:
+                trail = ()
+            else:
+                while stack and stack[-1][0] >= b.level:
+                    stack.pop()
+                stack.append((b.level, text))
+                trail = tuple(t for _, t in stack)
+        else:
+            trail = tuple(t for _, t in stack)
+        out.append(Block(b.kind, start, pos, trail, b.lines[0].page, b.lines[-1].page))
+    full = "".join(parts)
+    filled: list[int] = []
+    for s in reversed(starts):
+        filled.append(s if s is not None else (filled[-1] if filled else len(full)))
+    filled.reverse()
+    keep = ("author", "subject", "keywords", "creator", "producer", "creationdate", "moddate")
+    return ParsedDocument(
+        text=full,
+        blocks=tuple(out),
+        title=title,
+        format="pdf",
+        page_count=page_count,
+        metadata={k: meta[k] for k in keep if meta.get(k)},
+        page_starts=tuple(filled),
+    )
