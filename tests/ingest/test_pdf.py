@@ -247,3 +247,23 @@ def test_two_thousand_pages_bounded_memory() -> None:
     assert not any(b.kind == "heading" for b in doc.blocks)
     assert grown_mb < 300, f"peak memory grew by {grown_mb:.0f} MB"
     assert elapsed < 60
+
+
+def test_code_in_fixed_pitch_font_and_loose_lists() -> None:
+    def mono(y: float, text: str, indent: int = 0) -> Line:
+        return Line(72 + indent * 0.6 * 9, y, text, 9, "Courier")
+
+    body, y = flow([(10, ["Run this:"])])
+    code = [
+        mono(y, "def main() -> int:"),
+        mono(y - 11, 'print("hi") -', 4),
+        mono(y - 22, "return 0", 4),
+        mono(y - 44, "main()"),  # after a blank line
+    ]
+    items, _ = flow([(10, ["• one item"]), (10, ["• another item"])], top=y - 80)
+    doc = P.parse(build_pdf([Page([*body, *code, *items])]), Path("code.pdf"))
+    assert [(k, t) for k, t, _, _, _ in _spans(doc)] == [
+        ("paragraph", "Run this:"),
+        ("code", 'def main() -> int:\n    print("hi") -\n    return 0\nmain()'),
+        ("list", "• one item\n• another item"),
+    ]

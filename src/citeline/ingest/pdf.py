@@ -15,6 +15,7 @@ from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 from itertools import pairwise
 from pathlib import Path
+from typing import Any
 
 import pypdfium2 as pdfium
 import pypdfium2.raw as pdfium_c
@@ -27,7 +28,7 @@ from citeline.models import Block, BlockKind, ParsedDocument
 _WORD = re.compile(r"[^\s\ufffe\x00-\x1f\x7f]+")
 _HYPHEN_MARKS = ("\ufffe", "\x02")
 _PAGE_NUMBER = re.compile(r"^(page\s+)?(\d{1,5}|[ivxlcdm]{1,6})(\s*(of|/)\s*\d{1,5})?$", re.IGNORECASE)
-_BULLET = re.compile(r"^([•◦▪‣∙·●○■□–—*-]|\(?\d{1,3}[.)]|\(?[a-z][.)])\s")
+_BULLET = re.compile(r"^([•◦▪‣∙·●○■□–*-]|\(?\d{1,3}[.)]|\(?[a-z][.)])\s")
 _SENTENCE_END = re.compile(r"[.!?:;][\"'”’)\]]*$")
 _SECTION_NO = re.compile(r"^(chapter|section|part|appendix)?\s*[\dIVXivx]+(\.\d+)*\.?\s+", re.IGNORECASE)
 _ERRORS = {
@@ -51,6 +52,7 @@ class _Line:
     page: int = 0
     flow: int = 0  # lines of one flow are read top-down; a new flow = new column / page
     level: int = 0  # heading level (1..6) or 0 for body text
+    mono: bool = False  # set in a fixed-pitch font: code
 
 
 @dataclass
@@ -146,9 +148,17 @@ def _safe_chr(code: int) -> str:
     return chr(code) if 0 < code < 0x110000 and not 0xD800 <= code < 0xE000 else " "
 
 
+def _is_mono(tp: pdfium.PdfTextPage, index: int, name: Any, flags: Any) -> bool:
+    pdfium_c.FPDFText_GetFontInfo(tp, index, name, len(name), flags)
+    font = name.value.decode("latin-1").lower()
+    return bool(flags.value & 1) or any(k in font for k in ("mono", "courier", "typewriter", "consol"))
+
+
 def _words_to_lines(tp: pdfium.PdfTextPage, text: str, pno: int) -> list[_Line]:
     rect = pdfium_c.FS_RECTF()
+    name, flags = ctypes.create_string_buffer(128), ctypes.c_int()
     lines: list[_Line] = []
+    ends: list[int] = []  # index of each line's last character
     cur: _Line | None = None
     for m in _WORD.finditer(text):
         a, b = m.start(), m.end() - 1
@@ -168,9 +178,14 @@ def _words_to_lines(tp: pdfium.PdfTextPage, text: str, pno: int) -> list[_Line]:
             cur.x1 = max(cur.x1, x1)
             cur.top, cur.bottom = max(cur.top, top), min(cur.bottom, bottom)
             cur.hyphen = hyphen
+            ends[-1] = b
         else:
-            cur = _Line(m.group(), x0, x1, top, bottom, size, hyphen, pno)
+            cur = _Line(m.group(), x0, x1, top, bottom, size, hyphen, pno, mono=_is_mono(tp, a, name, flags))
             lines.append(cur)
+            ends.append(b)
+    for ln, end in zip(lines, ends, strict=True):
+        # Code if it starts and ends in a fixed-pitch font (not prose opening with `code`).
+        ln.mono = ln.mono and _is_mono(tp, end, name, flags)
     return lines
 
 
@@ -352,7 +367,9 @@ def _mark_headings(
 
 
 def _is_big(ln: _Line, body: float) -> bool:
-    return ln.size >= body * 1.15 and len(ln.text) <= 200 and any(c.isalpha() for c in ln.text)
+    return (
+        not ln.mono and ln.size >= body * 1.08 and len(ln.text) <= 200 and any(c.isalpha() for c in ln.text)
+    )
 
 
 @dataclass
@@ -373,7 +390,7 @@ def _assemble(
             if abs(a.size - b.size) < 0.5 and 0 < a.bottom - b.bottom < 3 * a.size:
                 ratios.append((a.bottom - b.bottom) / a.size)
         for ln in p.lines:
-            weights[round(ln.size * 2) / 2] += len(ln.text)
+            weights[round(ln.size * 2) / 2] += len(ln.text) * (1 if ln.mono else 100)  # body = prose
     if not weights:
         raise ParseError(str(path), "no text content (only page headers/footers)")
     body = weights.most_common(1)[0][0]
@@ -415,10 +432,24 @@ def _group(pages: list[list[_Line]], para_gap: float) -> list[_Blk]:
                 else:
                     blocks.append(_Blk("heading", [ln], ln.level))
                 continue
+            gap = last.bottom - ln.bottom if last is not None and last.flow == ln.flow else -1.0
+            if ln.mono:
+                if cur is not None and cur.kind == "code" and 0 < gap <= 2.8 * ln.size:
+                    cur.lines.append(ln)  # blank lines inside code leave gaps of a line or two
+                else:
+                    blocks.append(_Blk("code", [ln]))
+                continue
             bullet = bool(_BULLET.match(ln.text))
-            if cur is None or last is None or cur.kind == "heading" or abs(last.size - ln.size) > 0.6:
+            if (
+                cur is None
+                or last is None
+                or cur.kind in ("heading", "code")
+                or abs(last.size - ln.size) > 0.6
+            ):
                 blocks.append(_Blk("list" if bullet else "paragraph", [ln]))
-            elif last.flow == ln.flow and 0 < last.bottom - ln.bottom <= para_gap * ln.size:
+            elif bullet and cur.kind == "list" and 0 < gap <= 2 * para_gap * ln.size:
+                cur.lines.append(ln)  # the next item of a loosely spaced list
+            elif 0 < gap <= para_gap * ln.size:
                 if bullet and cur.kind == "paragraph":
                     blocks.append(_Blk("list", [ln]))
                 else:
@@ -427,20 +458,29 @@ def _group(pages: list[list[_Line]], para_gap: float) -> list[_Blk]:
                 cur.lines.append(ln)  # sentence goes on in the next column or page
             else:
                 blocks.append(_Blk("list" if bullet else "paragraph", [ln]))
+    for b in blocks:
+        # Larger type running over several lines is emphasis (an abstract, a quote), not a heading.
+        if b.kind == "heading" and (len(b.lines) > 3 or sum(len(ln.text) for ln in b.lines) > 200):
+            b.kind, b.level = "paragraph", 0
     return blocks
 
 
-def _join(lines: list[_Line], list_items: bool = False) -> tuple[str, list[int]]:
+def _join(lines: list[_Line], kind: BlockKind = "paragraph") -> tuple[str, list[int]]:
     """The block's text and where each line starts in it (hyphens repaired)."""
     out = lines[0].text
     offsets = [0]
+    left = min(ln.x0 for ln in lines)
     for prev, ln in pairwise(lines):
         text = ln.text
-        if prev.hyphen:
+        if kind == "code":
+            # One line per line; indentation rebuilt from x (a fixed-pitch glyph is ~0.6 em).
+            hyphen = "-" if prev.hyphen else ""  # PDFium took it for a word break; in code it is not
+            out += hyphen + "\n" + " " * min(round((ln.x0 - left) / (0.6 * ln.size)), 40)
+        elif prev.hyphen:
             pass
         elif out.endswith("-") and len(out) > 1 and out[-2].isalpha() and text[:1].islower():
             out = out[:-1]  # "infor-" + "mation": PDFium did not flag it, same repair
-        elif list_items and _BULLET.match(text):
+        elif kind == "list" and _BULLET.match(text):
             out += "\n"
         else:
             out += " "
@@ -477,7 +517,7 @@ def _emit(
 
     for b in blocks:
         enter_page(b.lines[0].page)
-        text, offsets = _join(b.lines, list_items=b.kind == "list")
+        text, offsets = _join(b.lines, b.kind)
         if parts:
             parts.append("\n\n")
             pos += 2
