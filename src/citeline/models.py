@@ -142,6 +142,8 @@ class Draft:
     invented_citations: tuple[int, ...] = ()
     prompt_tokens: int = 0
     completion_tokens: int = 0
+    # how sure the generator is that the draft answers the question (None if it cannot say)
+    confidence: float | None = None
 
 
 @dataclass(frozen=True)
@@ -211,6 +213,7 @@ class Answer:
     timings_ms: dict[str, float] = field(default_factory=dict)
     relevance: float = 0.0
     refusal_reason: str | None = None
+    confidence: float | None = None
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -225,4 +228,5 @@ class Answer:
             "timings_ms": {k: round(v, 2) for k, v in self.timings_ms.items()},
             "relevance": round(self.relevance, 4),
             "refusal_reason": self.refusal_reason,
+            "confidence": None if self.confidence is None else round(self.confidence, 4),
         }

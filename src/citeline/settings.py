@@ -36,7 +36,8 @@ class Settings:
     context_passages: int = 5
     # answering
     generator: str = "extractive"
-    refusal_threshold: float = 0.45
+    refusal_threshold: float = 0.46
+    min_answer_score: float = 0.35  # extractive: the best sentence must score at least this
     max_answer_sentences: int = 3
     max_question_chars: int = 2000
     unsupported: str = "remove"  # "remove" or "mark"
@@ -46,17 +47,19 @@ class Settings:
         return dataclasses.replace(self, **{k: v for k, v in changes.items() if v is not None})
 
     def to_toml(self) -> str:
-        lines = ["# citeline settings for this index (CITELINE_* environment variables and flags override)"]
+        """A commented template: defaults stay defaults (and can improve) until a line is uncommented."""
+        lines = ["# citeline settings for this index. Uncomment a line to change it;",
+                 "# CITELINE_* environment variables and command-line flags override this file."]
         for f in fields(self):
             if f.name == "index":
                 continue
             value = getattr(self, f.name)
             if isinstance(value, bool):
-                lines.append(f"{f.name} = {'true' if value else 'false'}")
+                lines.append(f"# {f.name} = {'true' if value else 'false'}")
             elif isinstance(value, int | float):
-                lines.append(f"{f.name} = {value}")
+                lines.append(f"# {f.name} = {value}")
             else:
-                lines.append(f'{f.name} = "{value}"')
+                lines.append(f'# {f.name} = "{value}"')
         return "\n".join(lines) + "\n"
 
 

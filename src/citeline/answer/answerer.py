@@ -18,6 +18,7 @@ from citeline.errors import InvalidQuestionError
 from citeline.index.sqlite import SqliteStore, text_hash
 from citeline.models import REFUSAL, Answer, AnswerSentence, Citation, Draft, Hit, Passage
 from citeline.rerank.base import Reranker
+from citeline.retrieval.bm25 import query_terms
 from citeline.retrieval.diversity import mmr
 from citeline.retrieval.filters import Filter
 from citeline.retrieval.hybrid import HybridRetriever, Retrieval
@@ -113,7 +114,8 @@ class Answerer:
                 rrf_k=self.settings.rrf_k, alpha=self.settings.alpha,
             )
         context = self.context(retrieval, timings)
-        relevance = assess(question, context)
+        weights = self.store.term_weights(query_terms(question))
+        relevance = assess(question, context, retrieved=retrieval.hits, weights=weights)
         passages = [Passage(i, hit, hit.chunk.text) for i, hit in enumerate(context, 1)]
         trace: dict[str, Any] = {
             "question": question,
@@ -134,6 +136,7 @@ class Answerer:
             with Stage(timings, "generate"):
                 draft = self.generator.generate(question, passages)
             trace["raw_completion"] = draft.raw
+            trace["confidence"] = draft.confidence
             trace["tokens"] = {"prompt": draft.prompt_tokens, "completion": draft.completion_tokens}
         else:
             trace["generator_called"] = False
@@ -145,6 +148,7 @@ class Answerer:
             question=answer.question, answer=answer.answer, refused=answer.refused, citations=answer.citations,
             sentences=answer.sentences, dropped_citations=answer.dropped_citations, generator=answer.generator,
             trace_id=trace_id, timings_ms=timings, relevance=relevance.score, refusal_reason=answer.refusal_reason,
+            confidence=None if draft is None else draft.confidence,
         )
 
     def _refusal_reason(self, relevance: Relevance, passages: Sequence[Passage]) -> str | None:
@@ -174,6 +178,8 @@ class Answerer:
         if draft is None:
             return refusal(reason or "refused")
         if draft.refused or not draft.sentences:
+            if draft.confidence is not None and not draft.sentences:
+                return refusal(f"no sentence answers the question well enough (best {draft.confidence:.2f})")
             return refusal("the generator found no answer in the sources")
         by_number = {p.number: p for p in passages}
         dropped = list(draft.invented_citations)

@@ -6,10 +6,11 @@ numbered passage, so its citation is right by construction.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 
-from citeline.answer.relevance import evidence_words, term_present
+from citeline.answer.answer_type import can_answer, expected_type
+from citeline.answer.relevance import weighted_coverage
 from citeline.answer.units import Unit, passage_units
 from citeline.embedding.base import Embedder
 from citeline.models import Draft, DraftSentence, Passage
@@ -30,8 +31,17 @@ class ExtractiveGenerator:
     name = "extractive"
     context_tokens = 4096
 
-    def __init__(self, embedder: Embedder, max_sentences: int = 3, keep_ratio: float = 0.85) -> None:
+    def __init__(
+        self,
+        embedder: Embedder,
+        max_sentences: int = 3,
+        keep_ratio: float = 0.85,
+        min_score: float = 0.0,
+        term_weights: Callable[[Sequence[str]], dict[str, float]] | None = None,
+    ) -> None:
         self.embedder = embedder
+        self.term_weights = term_weights
+        self.min_score = min_score
         self.max_sentences = max_sentences
         self.keep_ratio = keep_ratio
 
@@ -46,11 +56,13 @@ class ExtractiveGenerator:
         vectors = self.embedder.embed([question] + [c[2] for c in candidates])
         sims = vectors[1:] @ vectors[0]
         terms = query_terms(question)
+        weights = self.term_weights(terms) if self.term_weights else None
+        kind = expected_type(question)
         scored = []
         for (n, unit, contextual), sim in zip(candidates, sims, strict=True):
-            lowered = contextual.lower()
-            words = evidence_words(lowered)
-            overlap = sum(term_present(t, words, lowered) for t in terms) / len(terms) if terms else 0.0
+            if not can_answer(kind, contextual):
+                continue
+            overlap = weighted_coverage(terms, contextual, weights)
             score = SIMILARITY_WEIGHT * float(sim) + OVERLAP_WEIGHT * overlap
             scored.append(Scored(n, unit, score))
         scored.sort(key=lambda s: -s.score)
@@ -72,10 +84,14 @@ class ExtractiveGenerator:
         return chosen
 
     def generate(self, question: str, passages: Sequence[Passage]) -> Draft:
-        chosen = self.select(self.score_units(question, passages))
+        scored = self.score_units(question, passages)
+        confidence = scored[0].score if scored else 0.0
+        if confidence < self.min_score:
+            return Draft(sentences=(), refused=True, confidence=confidence)
+        chosen = self.select(scored)
         sentences = tuple(DraftSentence(s.unit.text, (s.passage,)) for s in chosen)
         raw = " ".join(f"{s.text} [{s.citations[0]}]" for s in sentences)
-        return Draft(sentences=sentences, refused=not sentences, raw=raw)
+        return Draft(sentences=sentences, refused=not sentences, raw=raw, confidence=confidence)
 
     def stream(self, question: str, passages: Sequence[Passage]) -> Iterator[str]:
         """Sentence by sentence; each piece ends after its complete [n] markers."""

@@ -8,11 +8,11 @@ evidence. Identifiers and numbers asked about must appear in the evidence at all
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from citeline.models import Hit
-from citeline.retrieval.bm25 import is_identifier, query_terms
+from citeline.retrieval.bm25 import STOPWORDS, is_identifier, query_terms
 
 _WORD = re.compile(r"\w+(?:[-_./:]\w+)*")
 
@@ -60,14 +60,58 @@ def evidence_words(text: str) -> set[str]:
     return words
 
 
-def assess(question: str, hits: Sequence[Hit], depth: int = 5) -> Relevance:
+_NAME = re.compile(r"\b[A-Za-z][\w-]*[A-Z][\w-]*\b|\b[A-Z][a-z][\w-]*\b")
+
+
+def named_terms(question: str) -> list[str]:
+    """Product names, acronyms and proper nouns (LDAP, BigQuery, Kafka, macOS), lower-cased.
+
+    The question's first word is skipped (it is capitalised anyway), as are stopwords.
+    """
+    names = []
+    for m in _NAME.finditer(question):
+        word = m.group(0)
+        before = question[: m.start()].rstrip()
+        sentence_start = not before or before.endswith((".", "?", "!", ":", '"'))
+        if sentence_start and not any(c.isupper() for c in word[1:]):
+            continue
+        lowered = word.lower()
+        if lowered not in STOPWORDS and len(lowered) > 1:
+            names.append(lowered)
+    return list(dict.fromkeys(names))
+
+
+def weighted_coverage(terms: Sequence[str], text: str, weights: Mapping[str, float] | None = None) -> float:
+    """Share of the terms found in ``text``, each weighted by its IDF when weights are given."""
+    if not terms:
+        return 0.0
+    lowered = text.lower()
+    words = evidence_words(lowered)
+    total = sum((weights or {}).get(t, 1.0) for t in terms)
+    found = sum((weights or {}).get(t, 1.0) for t in terms if term_present(t, words, lowered))
+    return found / total if total > 0 else 0.0
+
+
+def assess(
+    question: str,
+    hits: Sequence[Hit],
+    depth: int = 5,
+    retrieved: Sequence[Hit] = (),
+    weights: Mapping[str, float] | None = None,
+) -> Relevance:
+    """Relevance of the context ``hits`` to the question.
+
+    Identifiers, numbers and names in the question must occur somewhere in ``retrieved``
+    (all candidates, not only the context): when none mentions them, the documents do
+    not talk about the thing asked.
+    """
     top = list(hits[:depth])
     dense_best = max((h.stages["dense"].score for h in top if "dense" in h.stages), default=0.0)
     terms = query_terms(question)
-    text = "\n".join(h.chunk.index_text for h in top).lower()
-    words = evidence_words(text)
-    found = [t for t in terms if term_present(t, words, text)]
-    coverage = len(found) / len(terms) if terms else 0.0
-    missing = tuple(t for t in terms if is_identifier(t) and t not in found)
+    coverage = weighted_coverage(terms, "\n".join(h.chunk.index_text for h in top), weights)
+    pool = "\n".join(h.chunk.index_text for h in (retrieved or hits)).lower()
+    pool_words = evidence_words(pool)
+    salient = [t for t in terms if is_identifier(t)] + named_terms(question)
+    missing = tuple(dict.fromkeys(t for t in salient if not term_present(t, pool_words, pool)))
     score = DENSE_WEIGHT * max(dense_best, 0.0) + COVERAGE_WEIGHT * coverage
     return Relevance(score, dense_best, coverage, missing)

@@ -7,6 +7,7 @@ sees a document either as it was or as it is now, never half-replaced.
 from __future__ import annotations
 
 import json
+import math
 import os
 import sqlite3
 import threading
@@ -413,6 +414,20 @@ class SqliteStore:
                 )
                 out[r[0]] = (chunk, docs[r[1]])
         return out
+
+    def term_weights(self, terms: Sequence[str]) -> dict[str, float]:
+        """IDF of each term over chunks, as BM25 computes it: rare terms weigh more."""
+        n = self.count_chunks()
+        weights: dict[str, float] = {}
+        for term in terms:
+            expression = fts_match_expression(term)
+            df = 0
+            if expression is not None:
+                df = int(self.conn.execute(
+                    "SELECT COUNT(*) FROM chunks_fts WHERE chunks_fts MATCH ?", (expression,)
+                ).fetchone()[0])
+            weights[term] = math.log(1.0 + (n - df + 0.5) / (df + 0.5))
+        return weights
 
     def document_chunks(self, document_id: str) -> list[str]:
         return [r[0] for r in self.conn.execute("SELECT id FROM chunks WHERE document_id = ? ORDER BY ordinal", (document_id,))]
