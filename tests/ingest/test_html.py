@@ -237,3 +237,15 @@ def test_blocks_always_index_into_text(pieces: list[str]) -> None:
     for b in doc.blocks:
         if b.kind == "heading":
             assert b.heading_trail == () or b.heading_trail[-1] == doc.text[b.start : b.end]
+
+
+def test_ids_are_anchors_but_chrome_classes_are_dropped() -> None:
+    html = b"""<html><body><div class="sect1" id="plpython-sharing"><p>Shared data text.</p>
+    <div class="post-share">Share on X</div><div id="sidebar">side</div></div></body></html>"""
+    doc = P.parse(html, Path("anchors.html"))
+    assert _spans(doc) == [("paragraph", "Shared data text.", ())]
+
+
+def test_everything_looks_like_chrome_falls_back_to_keeping_it() -> None:
+    doc = P.parse(b'<html><body><div class="menu"><p>Only text here.</p></div></body></html>', Path("m.html"))
+    assert _spans(doc) == [("paragraph", "Only text here.", ())]

@@ -56,6 +56,11 @@ _BOILERPLATE = re.compile(
     r"banner|advert|advertisement|ads|social|share|sharing|skip|toc|footer)([-_]|$)",
     re.IGNORECASE,
 )
+_BOILERPLATE_ID = re.compile(
+    r"((site|main|top|page|global)[-_]?)?(nav|navbar|navigation|menu|sidebar|footer|header|"
+    r"breadcrumbs?|toc|cookies?([-_]?banner)?)",
+    re.IGNORECASE,
+)
 _HEADINGS = {f"h{i}": i for i in range(1, 7)}
 _CONTAINERS = frozenset(
     [
@@ -112,8 +117,12 @@ class HtmlParser:
         content = _pick_content(body)
         walker = _Walker()
         walker.walk(content)
+        # Nothing left: the main-content guess or the class/id heuristics were wrong.
         if not walker.blocks and content is not body:
             walker = _Walker()
+            walker.walk(body)
+        if not walker.blocks:
+            walker = _Walker(by_name=False)
             walker.walk(body)
         if not walker.blocks:
             raise ParseError(str(path), "no text content")
@@ -236,7 +245,7 @@ def _pick_content(body: Any) -> Any:
     return articles[0] if len(articles) == 1 else body
 
 
-def _is_skipped(el: Any, in_section: bool) -> bool:
+def _is_skipped(el: Any, in_section: bool, by_name: bool = True) -> bool:
     tag = el.tag
     if tag in _SKIP_TAGS or (tag == "footer") or (tag == "header" and not in_section):
         return True
@@ -245,8 +254,12 @@ def _is_skipped(el: Any, in_section: bool) -> bool:
     style = el.get("style")
     if style and re.search(r"display\s*:\s*none", style):
         return True
-    names = f"{el.get('class') or ''} {el.get('id') or ''}".split()
-    return any(_BOILERPLATE.search(n) for n in names)
+    if not by_name:
+        return False
+    if any(_BOILERPLATE.search(n) for n in (el.get("class") or "").split()):
+        return True
+    # ids are often content anchors ("plpython-sharing"): only whole chrome names count.
+    return bool(_BOILERPLATE_ID.fullmatch((el.get("id") or "").strip()))
 
 
 def _clean(s: str) -> str:
@@ -339,7 +352,8 @@ def _table_text(tbl: Any) -> str:
 class _Walker:
     """Turns a content subtree into (kind, text, heading level) blocks in document order."""
 
-    def __init__(self) -> None:
+    def __init__(self, by_name: bool = True) -> None:
+        self.by_name = by_name  # drop elements whose class/id names site chrome
         self.blocks: list[tuple[BlockKind, str, int]] = []
         self.buf: list[str] = []
 
@@ -369,7 +383,7 @@ class _Walker:
                 continue
             if tag in _SECTIONING:
                 sections += 1
-            if el is not root and _is_skipped(el, sections > 0 or root.tag in _SECTIONING):
+            if el is not root and _is_skipped(el, sections > 0 or root.tag in _SECTIONING, self.by_name):
                 walker.skip_subtree()
                 continue
             if tag in _CONTAINERS or tag in _PARAGRAPHS or tag in _HEADINGS or tag == "pre":
