@@ -169,3 +169,37 @@ def test_zip_bomb_total_size_refused() -> None:
 def test_empty_document() -> None:
     with pytest.raises(ParseError, match="no text content"):
         DocxParser().parse(_save(docx.Document()), Path("empty.docx"))
+
+
+def test_outline_level_content_controls_insertions_and_hyperlinks() -> None:
+    from docx.oxml import OxmlElement, parse_xml
+    from docx.oxml.ns import nsdecls, qn
+
+    d = docx.Document()
+    d.add_heading("Top", level=1)
+    d.add_heading("Second top", level=1)
+    p = d.add_paragraph("Outlined")
+    lvl = OxmlElement("w:outlineLvl")
+    lvl.set(qn("w:val"), "1")
+    p._p.get_or_add_pPr().append(lvl)
+    para = d.add_paragraph("Tracked ")
+    for xml in (
+        f'<w:ins {nsdecls("w")} w:id="1" w:author="a"><w:r><w:t>insert</w:t></w:r></w:ins>',
+        f'<w:del {nsdecls("w")} w:id="2" w:author="a"><w:r><w:delText>gone</w:delText></w:r></w:del>',
+        f'<w:hyperlink {nsdecls("w")}><w:r><w:t xml:space="preserve"> and link</w:t></w:r></w:hyperlink>',
+    ):
+        para._p.append(parse_xml(xml))
+    sdt = parse_xml(
+        f"<w:sdt {nsdecls('w')}><w:sdtContent><w:p><w:r><w:t>Inside a control</w:t></w:r></w:p>"
+        "</w:sdtContent></w:sdt>"
+    )
+    d.element.body.insert(len(d.element.body) - 1, sdt)  # before the final sectPr
+    doc = DocxParser().parse(_save(d), Path("x.docx"))
+    assert doc.title == "Top"  # two level-1 headings: the first names the file, stays in trails
+    assert _spans(doc) == [
+        ("heading", "Top", ("Top",)),
+        ("heading", "Second top", ("Second top",)),
+        ("heading", "Outlined", ("Second top", "Outlined")),
+        ("paragraph", "Tracked insert and link", ("Second top", "Outlined")),
+        ("paragraph", "Inside a control", ("Second top", "Outlined")),
+    ]

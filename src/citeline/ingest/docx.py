@@ -91,16 +91,26 @@ def _check_zip(data: bytes, path: Path) -> None:
             raise ParseError(str(path), "not a Word document (no word/document.xml in the archive)")
 
 
-def _style_level(par: Paragraph) -> int | None:
-    """Heading level: 0 for Title, 1..6 for headings, None for body text."""
-    pPr = par._p.pPr
-    if pPr is not None:
-        lvl = pPr.find(qn("w:outlineLvl"))
-        val = lvl.get(qn("w:val")) if lvl is not None else None
-        if val is not None and val.isdigit() and int(val) < 9:
-            return min(int(val) + 1, 6)
-    style = par.style
-    for _ in range(5):  # custom styles "based on" a heading style
+class _Styles:
+    """(lower-case name, heading level) per paragraph style id, computed once: python-docx
+    searches the whole styles part on every ``Paragraph.style`` access."""
+
+    def __init__(self, document: Any) -> None:
+        self.document = document
+        self.cache: dict[str | None, tuple[str, int | None]] = {}
+
+    def get(self, p: Any) -> tuple[str, int | None]:
+        sid = p.style
+        if sid not in self.cache:
+            style = Paragraph(p, self.document).style
+            name = ((style.name if style is not None else "") or "").strip().lower()
+            self.cache[sid] = (name, _heading_level(style))
+        return self.cache[sid]
+
+
+def _heading_level(style: Any) -> int | None:
+    """0 for Title, 1..6 for headings (or styles based on one), None for body text."""
+    for _ in range(5):
         if style is None:
             return None
         name = (style.name or "").strip().lower()
@@ -110,6 +120,14 @@ def _style_level(par: Paragraph) -> int | None:
             return min(max(int(name[8:]), 1), 6)
         style = style.base_style
     return None
+
+
+def _outline_level(p: Any) -> int | None:
+    """An outline level set on the paragraph itself makes it a heading."""
+    pPr = p.pPr
+    lvl = pPr.find(qn("w:outlineLvl")) if pPr is not None else None
+    val = lvl.get(qn("w:val")) if lvl is not None else None
+    return min(int(val) + 1, 6) if val is not None and val.isdigit() and int(val) < 9 else None
 
 
 def _paragraph_text(p: Any) -> str:
@@ -135,19 +153,18 @@ def _clean(s: str) -> str:
     return "\n".join(line for line in lines if line)
 
 
-def _list_level(par: Paragraph) -> int | None:
+def _list_level(p: Any, style: str) -> int | None:
     """Indent level for list paragraphs (numbering or a List style), else None."""
-    pPr = par._p.pPr
+    pPr = p.pPr
     numPr = pPr.find(qn("w:numPr")) if pPr is not None else None
     if numPr is not None:
         ilvl = numPr.find(qn("w:ilvl"))
         val = ilvl.get(qn("w:val")) if ilvl is not None else "0"
         return int(val) if val and val.isdigit() else 0
-    name = ((par.style.name if par.style is not None else "") or "").lower()
-    if not name.startswith("list"):
+    if not style.startswith("list"):
         return None
     # "List Bullet 2" and the like carry their level in the name.
-    last = name.rsplit(" ", 1)[-1]
+    last = style.rsplit(" ", 1)[-1]
     return int(last) - 1 if last.isdigit() and int(last) > 0 else 0
 
 
@@ -175,6 +192,7 @@ def _table_text(tbl: Any) -> str:
 def _body_blocks(document: Any) -> Any:
     """Yield (kind, text, heading level) in document order; list and code runs are grouped."""
     body = document.element.body
+    styles = _Styles(document)
     pending: tuple[BlockKind, list[str]] | None = None
     stack = [iter(body)]
     while stack:
@@ -192,15 +210,15 @@ def _body_blocks(document: Any) -> Any:
         if el.tag == _W_TBL:
             item = ("table", _table_text(el), 0)
         elif el.tag == _W_P:
-            par = Paragraph(el, document)
             raw_text = _paragraph_text(el)
-            style = ((par.style.name if par.style is not None else "") or "").lower()
-            level = _style_level(par)
+            style, level = styles.get(el)
+            outline = _outline_level(el)
+            level = outline if outline is not None else level
             if level is not None:
                 item = ("heading", " ".join(raw_text.split()), level)
             elif any(s in style for s in _CODE_STYLES):
                 group = ("code", raw_text.rstrip())
-            elif (ilvl := _list_level(par)) is not None:
+            elif (ilvl := _list_level(el, style)) is not None:
                 text = " ".join(raw_text.split())
                 group = ("list", "  " * min(ilvl, 8) + "- " + text if text else "")
             else:
