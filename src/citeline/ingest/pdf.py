@@ -29,7 +29,7 @@ _WORD = re.compile(r"[^\s\ufffe\x00-\x1f\x7f]+")
 _HYPHEN_MARKS = ("\ufffe", "\x02")
 _PAGE_NUMBER = re.compile(r"^(page\s+)?(\d{1,5}|[ivxlcdm]{1,6})(\s*(of|/)\s*\d{1,5})?$", re.IGNORECASE)
 _BULLET = re.compile(r"^([•◦▪‣∙·●○■□–*-]|\(?\d{1,3}[.)]|\(?[a-z][.)])\s")
-_SENTENCE_END = re.compile(r"[.!?:;][\"'”’)\]]*$")
+_SENTENCE_END = re.compile(r"[.!?:;][\"'”’)\]]*\Z")
 _SECTION_NO = re.compile(r"^(chapter|section|part|appendix)?\s*[\dIVXivx]+(\.\d+)*\.?\s+", re.IGNORECASE)
 _ERRORS = {
     pdfium_c.FPDF_ERR_PASSWORD: "encrypted PDF (no password support)",
@@ -148,54 +148,57 @@ def _safe_chr(code: int) -> str:
     return chr(code) if 0 < code < 0x110000 and not 0xD800 <= code < 0xE000 else " "
 
 
-def _is_mono(tp: pdfium.PdfTextPage, index: int, name: Any, flags: Any) -> bool:
+def _is_mono(tp: Any, index: int, name: Any, flags: Any) -> bool:
     pdfium_c.FPDFText_GetFontInfo(tp, index, name, len(name), flags)
     font = name.value.decode("latin-1").lower()
     return bool(flags.value & 1) or any(k in font for k in ("mono", "courier", "typewriter", "consol"))
 
 
-def _words_to_lines(tp: pdfium.PdfTextPage, text: str, pno: int) -> list[_Line]:
-    rect = pdfium_c.FS_RECTF()
+def _words_to_lines(textpage: pdfium.PdfTextPage, text: str, pno: int) -> list[_Line]:
+    tp = textpage.raw  # the raw handle: this loop makes a few ctypes calls per word
+    get_box, rect = pdfium_c.FPDFText_GetLooseCharBox, pdfium_c.FS_RECTF()
     name, flags = ctypes.create_string_buffer(128), ctypes.c_int()
     lines: list[_Line] = []
+    words: list[list[str]] = []
     ends: list[int] = []  # index of each line's last character
     cur: _Line | None = None
     for m in _WORD.finditer(text):
         a, b = m.start(), m.end() - 1
         # The loose box spans the font's ascent..descent, so it is the same for every
         # glyph of a line (tight boxes vary: "x" vs "l"), which makes baselines comparable.
-        pdfium_c.FPDFText_GetLooseCharBox(tp, a, rect)
+        get_box(tp, a, rect)
         x0, bottom, top = rect.left, rect.bottom, rect.top
         if b != a:
-            pdfium_c.FPDFText_GetLooseCharBox(tp, b, rect)
+            get_box(tp, b, rect)
         x1 = rect.right
+        em = max((top - bottom) / 1.17, 1.0)  # loose box height is about 1.17 em
+        hyphen = m.end() < len(text) and text[m.end()] in _HYPHEN_MARKS
+        if cur is not None:
+            overlap = min(cur.top, top) - max(cur.bottom, bottom)
+            gap = x0 - cur.x1
+            # Same baseline and no more than a wide word space apart (a wider gap is a
+            # column gutter or a table cell: a new line).
+            if overlap >= 0.5 * min(cur.top - cur.bottom, top - bottom) and -0.5 * em <= gap <= 1.8 * max(
+                em, cur.size
+            ):
+                words[-1].append(m.group())
+                cur.x1 = max(cur.x1, x1)
+                cur.top, cur.bottom = max(cur.top, top), min(cur.bottom, bottom)
+                cur.hyphen = hyphen
+                ends[-1] = b
+                continue
         size = pdfium_c.FPDFText_GetFontSize(tp, a)
         if size < 2.0:  # font scaled by the text matrix: Tf says 1
-            size = max((top - bottom) / 1.17, 1.0)
-        hyphen = m.end() < len(text) and text[m.end()] in _HYPHEN_MARKS
-        if cur is not None and _same_line(cur, x0, bottom, top, size):
-            cur.text += " " + m.group()
-            cur.x1 = max(cur.x1, x1)
-            cur.top, cur.bottom = max(cur.top, top), min(cur.bottom, bottom)
-            cur.hyphen = hyphen
-            ends[-1] = b
-        else:
-            cur = _Line(m.group(), x0, x1, top, bottom, size, hyphen, pno, mono=_is_mono(tp, a, name, flags))
-            lines.append(cur)
-            ends.append(b)
-    for ln, end in zip(lines, ends, strict=True):
+            size = em
+        cur = _Line("", x0, x1, top, bottom, size, hyphen, pno, mono=_is_mono(tp, a, name, flags))
+        lines.append(cur)
+        words.append([m.group()])
+        ends.append(b)
+    for ln, ws, end in zip(lines, words, ends, strict=True):
+        ln.text = " ".join(ws)
         # Code if it starts and ends in a fixed-pitch font (not prose opening with `code`).
         ln.mono = ln.mono and _is_mono(tp, end, name, flags)
     return lines
-
-
-def _same_line(cur: _Line, x0: float, bottom: float, top: float, size: float) -> bool:
-    overlap = min(cur.top, top) - max(cur.bottom, bottom)
-    if overlap < 0.5 * min(cur.top - cur.bottom, top - bottom):
-        return False
-    gap = x0 - cur.x1
-    # A gap much wider than a word space is a column gutter or a table cell: new line.
-    return -0.5 * size <= gap <= 1.8 * max(size, cur.size)
 
 
 def _strip_running(pages: list[_PageLines]) -> None:
@@ -278,35 +281,32 @@ def _gutter(lines: list[_Line], width: float) -> float | None:
 
 
 def _reading_order(p: _PageLines, flow: int) -> tuple[list[_Line], int]:
-    """Order a page's lines for reading; returns them and the next flow id."""
+    """Order a page's lines for reading; returns them and the last flow id used.
+
+    On a two-column page, lines crossing the gutter (titles, wide figures) cut the page
+    into bands; within a band the left column is read before the right one.
+    """
     lines = sorted(p.lines, key=lambda ln: (-ln.bottom, ln.x0))
     gx = _gutter(lines, p.width)
     out: list[_Line] = []
-    cols: list[list[_Line]] = [[], []]
+    groups: list[list[_Line]] = [[], [], []]  # left column, right column, full width
 
-    def flush() -> None:
+    def flush(*which: int) -> None:
         nonlocal flow
-        for col in cols:
-            if col:
+        for g in which:
+            if groups[g]:
                 flow += 1
-                out.extend(_merge_baselines(col, flow))
-                col.clear()
+                out.extend(_merge_baselines(groups[g], flow))
+                groups[g] = []
 
-    run: list[_Line] = []
     for ln in lines:
-        if gx is not None and not (ln.x0 < gx < ln.x1):
-            if run:
-                flow += 1
-                out.extend(_merge_baselines(run, flow))
-                run = []
-            cols[0 if ln.x1 <= gx else 1].append(ln)
+        if gx is None or ln.x0 < gx < ln.x1:
+            flush(0, 1)
+            groups[2].append(ln)
         else:
-            flush()
-            run.append(ln)
-    flush()
-    if run:
-        flow += 1
-        out.extend(_merge_baselines(run, flow))
+            flush(2)
+            groups[0 if ln.x1 <= gx else 1].append(ln)
+    flush(0, 1, 2)
     return out, flow
 
 
@@ -544,10 +544,10 @@ def _emit(
             trail = tuple(t for _, t in stack)
         out.append(Block(b.kind, start, pos, trail, b.lines[0].page, b.lines[-1].page))
     full = "".join(parts)
-    filled: list[int] = []
-    for s in reversed(starts):
-        filled.append(s if s is not None else (filled[-1] if filled else len(full)))
-    filled.reverse()
+    for i in range(page_count - 1, -1, -1):  # a page without text starts where the next one does
+        starts[i] = (
+            starts[i] if starts[i] is not None else (starts[i + 1] if i + 1 < page_count else len(full))
+        )
     keep = ("author", "subject", "keywords", "creator", "producer", "creationdate", "moddate")
     return ParsedDocument(
         text=full,
@@ -556,5 +556,5 @@ def _emit(
         format="pdf",
         page_count=page_count,
         metadata={k: meta[k] for k in keep if meta.get(k)},
-        page_starts=tuple(filled),
+        page_starts=tuple(s or 0 for s in starts),
     )
