@@ -31,6 +31,8 @@ _PAGE_NUMBER = re.compile(r"^(page\s+)?(\d{1,5}|[ivxlcdm]{1,6})(\s*(of|/)\s*\d{1
 _BULLET = re.compile(r"^([•◦▪‣∙·●○■□–*-]|\(?\d{1,3}[.)]|\(?[a-z][.)])\s")
 _SENTENCE_END = re.compile(r"[.!?:;][\"'”’)\]]*\Z")
 _SECTION_NO = re.compile(r"^(chapter|section|part|appendix)?\s*[\dIVXivx]+(\.\d+)*\.?\s+", re.IGNORECASE)
+# Fixed-pitch fonts that do not set the FixedPitch flag (TeX's CMTT among them).
+_MONO_FONT = re.compile(r"mono|courier|typewriter|consol|menlo|monaco|code|cmtt|sftt|lmtt|ectt", re.I)
 _ERRORS = {
     pdfium_c.FPDF_ERR_PASSWORD: "encrypted PDF (no password support)",
     pdfium_c.FPDF_ERR_SECURITY: "encrypted PDF with an unsupported security handler",
@@ -150,8 +152,7 @@ def _safe_chr(code: int) -> str:
 
 def _is_mono(tp: Any, index: int, name: Any, flags: Any) -> bool:
     pdfium_c.FPDFText_GetFontInfo(tp, index, name, len(name), flags)
-    font = name.value.decode("latin-1").lower()
-    return bool(flags.value & 1) or any(k in font for k in ("mono", "courier", "typewriter", "consol"))
+    return bool(flags.value & 1) or bool(_MONO_FONT.search(name.value.decode("latin-1")))
 
 
 def _words_to_lines(textpage: pdfium.PdfTextPage, text: str, pno: int) -> list[_Line]:
@@ -160,7 +161,7 @@ def _words_to_lines(textpage: pdfium.PdfTextPage, text: str, pno: int) -> list[_
     name, flags = ctypes.create_string_buffer(128), ctypes.c_int()
     lines: list[_Line] = []
     words: list[list[str]] = []
-    ends: list[int] = []  # index of each line's last character
+    marks: list[list[int]] = []  # per line: index of its first, second word's first, last char
     cur: _Line | None = None
     for m in _WORD.finditer(text):
         a, b = m.start(), m.end() - 1
@@ -185,19 +186,24 @@ def _words_to_lines(textpage: pdfium.PdfTextPage, text: str, pno: int) -> list[_
                 cur.x1 = max(cur.x1, x1)
                 cur.top, cur.bottom = max(cur.top, top), min(cur.bottom, bottom)
                 cur.hyphen = hyphen
-                ends[-1] = b
+                if len(words[-1]) == 2:
+                    marks[-1][1] = a
+                marks[-1][2] = b
                 continue
         size = pdfium_c.FPDFText_GetFontSize(tp, a)
         if size < 2.0:  # font scaled by the text matrix: Tf says 1
             size = em
-        cur = _Line("", x0, x1, top, bottom, size, hyphen, pno, mono=_is_mono(tp, a, name, flags))
+        cur = _Line("", x0, x1, top, bottom, size, hyphen, pno)
         lines.append(cur)
         words.append([m.group()])
-        ends.append(b)
-    for ln, ws, end in zip(lines, words, ends, strict=True):
+        marks.append([a, -1, b])
+    for ln, ws, (first, second, end) in zip(lines, words, marks, strict=True):
         ln.text = " ".join(ws)
-        # Code if it starts and ends in a fixed-pitch font (not prose opening with `code`).
-        ln.mono = ln.mono and _is_mono(tp, end, name, flags)
+        # Code: starts (after a listing's line number, if any) and ends in a fixed-pitch
+        # font; prose that merely opens with a `literal` does not end in one.
+        if ws[0].isdigit() and second >= 0:
+            first = second
+        ln.mono = _is_mono(tp, first, name, flags) and _is_mono(tp, end, name, flags)
     return lines
 
 
