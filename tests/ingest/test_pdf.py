@@ -267,3 +267,20 @@ def test_code_in_fixed_pitch_font_and_loose_lists() -> None:
         ("code", 'def main() -> int:\n    print("hi") -\n    return 0\nmain()'),
         ("list", "• one item\n• another item"),
     ]
+
+
+def test_columns_drawn_line_by_line_across_the_page() -> None:
+    # Some producers write both columns' lines in one pass per baseline; the words of
+    # one baseline must still be split at the gutter.
+    left = ["Left column line one of the", "first paragraph ends here.", "", "Left second one.", ""]
+    right = ["Right column starts here and", "keeps going for a while", "until the end.", "", "Right last."]
+    items: list[Line | Rect] = []
+    for i, (a, b) in enumerate(zip(left, right, strict=True)):
+        items += [Line(x, 700 - 12.5 * i, t, 10) for x, t in ((72, a), (320, b)) if t]
+    doc = P.parse(build_pdf([Page(items)]), Path("interleaved.pdf"))
+    assert [t for _, t, _, _, _ in _spans(doc)] == [
+        "Left column line one of the first paragraph ends here.",
+        "Left second one.",
+        "Right column starts here and keeps going for a while until the end.",
+        "Right last.",
+    ]
