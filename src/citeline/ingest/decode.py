@@ -1,4 +1,4 @@
-"""Bytes to text: BOMs, UTF-8, then a detected legacy encoding; binary data refused."""
+"""Bytes to text: BOMs, a declared charset, UTF-8, then a detected legacy encoding."""
 
 from __future__ import annotations
 
@@ -22,27 +22,44 @@ def _looks_binary(sample: bytes) -> bool:
     return bool(sample) and control / len(sample) > 0.1
 
 
-def decode_text(data: bytes, path: str) -> str:
-    """Decode a text file. Newlines are normalised to "\\n" (offsets refer to the result)."""
+def decode_bytes(data: bytes, path: str, declared: str | None = None, check_binary: bool = True) -> str:
+    """Decode text; newlines are normalised to "\\n" (every offset refers to the result).
+
+    Order: a byte-order mark, the charset the file declares (HTML <meta>), UTF-8, then
+    charset-normalizer's guess, where windows-1252 wins a near tie as browsers assume.
+    """
     for bom, encoding in _BOMS:
         if data.startswith(bom):
             try:
-                text = data[len(bom) :].decode(encoding)
+                return _normalise(data[len(bom) :].decode(encoding))
             except UnicodeDecodeError as exc:
                 raise ParseError(path, f"invalid {encoding} after its byte-order mark: {exc.reason}") from exc
-            return _normalise(text)
-    if _looks_binary(data[:8192]):
+    if check_binary and _looks_binary(data[:8192]):
         raise ParseError(path, "looks like a binary file, not text (it contains NUL or control bytes)")
+    if declared:
+        try:
+            return _normalise(data.decode(declared))
+        except (LookupError, UnicodeDecodeError):
+            pass
     try:
         return _normalise(data.decode("utf-8"))
     except UnicodeDecodeError:
         pass
     from charset_normalizer import from_bytes
 
-    best = from_bytes(data).best()
+    matches = from_bytes(data)
+    best = matches.best()
     if best is None:
-        raise ParseError(path, "not valid UTF-8 and no other text encoding fits; save it as UTF-8")
+        return _normalise(data.decode("cp1252", errors="replace"))
+    # Short Western texts fit several Latin code pages about equally well.
+    for candidate in matches:
+        if candidate.encoding in ("cp1252", "latin_1", "iso8859_15") and candidate.chaos <= best.chaos + 0.05:
+            return _normalise(data.decode("cp1252", errors="replace"))
     return _normalise(str(best))
+
+
+def decode_text(data: bytes, path: str) -> str:
+    return decode_bytes(data, path)
 
 
 def _normalise(text: str) -> str:

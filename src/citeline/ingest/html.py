@@ -8,7 +8,6 @@ markup is flattened first (``_flatten``) so that no text is lost.
 
 from __future__ import annotations
 
-import codecs
 import re
 import textwrap
 from html import escape
@@ -16,11 +15,11 @@ from html.parser import HTMLParser as _StdlibHTMLParser
 from pathlib import Path
 from typing import Any
 
-import charset_normalizer
 from lxml import etree
 from lxml import html as lxml_html
 
 from citeline.errors import ParseError
+from citeline.ingest.decode import decode_bytes
 from citeline.models import Block, BlockKind, ParsedDocument
 
 _SKIP_TAGS = frozenset(
@@ -107,7 +106,7 @@ class HtmlParser:
     extensions: tuple[str, ...] = (".html", ".htm")
 
     def parse(self, data: bytes, path: Path) -> ParsedDocument:
-        text = _CONTROL.sub(" ", _decode(data))
+        text = _CONTROL.sub(" ", _decode(data, str(path)))
         root = _parse_tree(text)
         body = root.find("body") if root is not None else None
         if root is None or body is None:
@@ -133,17 +132,9 @@ class HtmlParser:
         return _build(walker.blocks, title, title_from_tag or len(h1s) == 1, _metadata(root))
 
 
-def _decode(data: bytes) -> str:
-    """BOM, then <meta charset>, then UTF-8, then charset-normalizer's guess."""
-    for bom, codec in (
-        (codecs.BOM_UTF32_LE, "utf-32"),
-        (codecs.BOM_UTF32_BE, "utf-32"),
-        (codecs.BOM_UTF8, "utf-8-sig"),
-        (codecs.BOM_UTF16_LE, "utf-16"),
-        (codecs.BOM_UTF16_BE, "utf-16"),
-    ):
-        if data.startswith(bom):
-            return data.decode(codec, errors="replace")
+def _decode(data: bytes, path: str) -> str:
+    """The charset from <meta> (as browsers read it), then the shared decoding rules."""
+    declared = None
     m = _META_CHARSET.search(data[:4096])
     if m:
         name = m.group(1).decode("ascii").lower()
@@ -153,25 +144,8 @@ def _decode(data: bytes) -> str:
             name = "utf-8"
         elif name in {"iso-8859-1", "latin-1", "latin1", "us-ascii", "ascii"}:
             name = "cp1252"
-        try:
-            codecs.lookup(name)
-            return data.decode(name)
-        except (LookupError, UnicodeDecodeError):
-            pass
-    try:
-        return data.decode("utf-8")
-    except UnicodeDecodeError:
-        pass
-    matches = charset_normalizer.from_bytes(data)
-    best = matches.best()
-    if best is None:
-        return data.decode("cp1252", errors="replace")
-    # Short Western texts fit several Latin code pages about equally; windows-1252 is
-    # what browsers assume for undeclared legacy pages, so it wins a near tie.
-    for cand in matches:
-        if cand.encoding in ("cp1252", "latin_1", "iso8859_15") and cand.chaos <= best.chaos + 0.05:
-            return data.decode("cp1252", errors="replace")
-    return str(best)
+        declared = name
+    return decode_bytes(data, path, declared=declared, check_binary=False)
 
 
 def _parse_tree(text: str) -> Any:

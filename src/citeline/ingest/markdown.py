@@ -86,5 +86,8 @@ class MarkdownParser:
             raise ParseError(str(path), "the file has no text to index (empty or headings only)")
         title = str(metadata.get("title") or first_h1 or path.stem)
         # Keep front matter values JSON-friendly (dates become strings).
-        meta = {str(k): v if isinstance(v, str | int | float | bool | list) else str(v) for k, v in metadata.items()}
+        meta = {
+            str(k): v if isinstance(v, str | int | float | bool | list) else str(v)
+            for k, v in metadata.items()
+        }
         return ParsedDocument(text=text, blocks=tuple(blocks), title=title, format=self.format, metadata=meta)
