@@ -142,7 +142,8 @@ class KnowledgeBase:
             from citeline.errors import InvalidQuestionError
 
             raise InvalidQuestionError("The query is empty.")
-        retrieval = self.retrieve(query, flt, k, **options)
+        # Each stage retrieves generously; k only limits what is returned.
+        retrieval = self.retrieve(query, flt, max(k or 0, self.settings.top_k), **options)
         hits = retrieval.hits
         if self.reranker is not None:
             hits = self.reranker.rerank(query, hits[: self.settings.rerank_depth])

@@ -1,0 +1,5 @@
+"""`python -m citeline` runs the CLI."""
+
+from citeline.cli import main
+
+main()
