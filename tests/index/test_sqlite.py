@@ -1,0 +1,63 @@
+"""The SQLite store: schema versions, refusal of foreign folders, pre-filtered exact search."""
+
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from citeline.errors import NotAnIndexError, SchemaTooNewError
+from citeline.index.dense import DenseMatrix
+from citeline.index.schema import SCHEMA_VERSION
+from citeline.index.sqlite import SqliteStore
+
+
+def test_new_index_uses_wal_and_records_schema_version(tmp_path: Path) -> None:
+    store = SqliteStore(tmp_path / "idx")
+    assert store.meta("schema_version") == str(SCHEMA_VERSION)
+    assert store.conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+    store.close()
+    assert SqliteStore(tmp_path / "idx", create=False).meta("schema_version") == str(SCHEMA_VERSION)
+
+
+def test_newer_schema_is_refused(tmp_path: Path) -> None:
+    store = SqliteStore(tmp_path / "idx")
+    store.conn.execute("UPDATE meta SET value = '99' WHERE key = 'schema_version'")
+    store.close()
+    with pytest.raises(SchemaTooNewError, match="Upgrade citeline"):
+        SqliteStore(tmp_path / "idx")
+
+
+def test_foreign_sqlite_database_is_not_touched(tmp_path: Path) -> None:
+    folder = tmp_path / "idx"
+    folder.mkdir()
+    conn = sqlite3.connect(folder / "citeline.db")
+    conn.execute("CREATE TABLE users (name TEXT)")
+    conn.commit()
+    conn.close()
+    with pytest.raises(NotAnIndexError, match="other tables"):
+        SqliteStore(folder)
+
+
+def test_missing_index_without_create(tmp_path: Path) -> None:
+    with pytest.raises(NotAnIndexError, match="citeline add"):
+        SqliteStore(tmp_path / "none", create=False)
+
+
+def test_dense_search_is_exact_and_respects_allowed_rows() -> None:
+    rng = np.random.default_rng(7)
+    m = rng.normal(size=(500, 16)).astype(np.float32)
+    m /= np.linalg.norm(m, axis=1, keepdims=True)
+    ids = np.arange(1000, 1500, dtype=np.int64)
+    dense = DenseMatrix(ids, m)
+    q = m[42]
+    top = dense.search(q, 5)
+    assert top[0][0] == 1042 and abs(top[0][1] - 1.0) < 1e-5
+    brute = sorted(((int(i), float(s)) for i, s in zip(ids, m @ q, strict=True)), key=lambda x: -x[1])[:5]
+    assert [i for i, _ in top] == [i for i, _ in brute]
+    allowed = ids[::100]  # 1% of rows still yields k results, the exact best among them
+    filtered = dense.search(q, 3, allowed)
+    expected = sorted(((int(i), float(m[i - 1000] @ q)) for i in allowed), key=lambda x: -x[1])[:3]
+    assert [i for i, _ in filtered] == [i for i, _ in expected]
