@@ -19,7 +19,9 @@ import citeline
 from citeline.eval.metrics import percentile
 
 ROOT = Path(__file__).resolve().parents[1]
-QUESTIONS = [json.loads(line)["question"] for line in (ROOT / "tests/data/questions.jsonl").open() if line.strip()]
+QUESTIONS = [
+    json.loads(line)["question"] for line in (ROOT / "tests/data/questions.jsonl").open() if line.strip()
+]
 
 
 def main() -> None:
@@ -39,18 +41,24 @@ def main() -> None:
         again = kb.add([docs])
         warm = time.perf_counter() - t
         chunks = kb.store.stats()["chunks"]
-        print(f"ingest: {len(report.added)} files, {chunks} chunks in {cold:.2f} s "
-              f"= {chunks / cold:.1f} chunks/s ({report.chunks_embedded} embedded)")
-        print(f"re-add unchanged: {len(again.unchanged)} files in {warm * 1000:.0f} ms, "
-              f"{again.chunks_embedded} embedded; ratio cold/warm = {cold / warm:.0f}x")
+        print(
+            f"ingest: {len(report.added)} files, {chunks} chunks in {cold:.2f} s "
+            f"= {chunks / cold:.1f} chunks/s ({report.chunks_embedded} embedded)"
+        )
+        print(
+            f"re-add unchanged: {len(again.unchanged)} files in {warm * 1000:.0f} ms, "
+            f"{again.chunks_embedded} embedded; ratio cold/warm = {cold / warm:.0f}x"
+        )
         for name, fn in (("search", lambda q: kb.search(q, k=10)), ("ask", kb.ask)):
             times = []
             for q in QUESTIONS:
                 t = time.perf_counter()
                 fn(q)
                 times.append((time.perf_counter() - t) * 1000)
-            print(f"{name}: {len(times)} queries, p50 {percentile(times, 50):.0f} ms, "
-                  f"p95 {percentile(times, 95):.0f} ms, mean {statistics.mean(times):.0f} ms")
+            print(
+                f"{name}: {len(times)} queries, p50 {percentile(times, 50):.0f} ms, "
+                f"p95 {percentile(times, 95):.0f} ms, mean {statistics.mean(times):.0f} ms"
+            )
         kb.close()
 
 

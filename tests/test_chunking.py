@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 from pathlib import Path
 
 import pytest
@@ -41,10 +42,12 @@ def test_sections_become_chunks_with_trails(embedder: Embedder) -> None:
 
 
 def test_long_paragraph_becomes_overlapping_sentence_windows(embedder: Embedder) -> None:
-    sentences = [f"Sentence {i} describes the replication engine and its checkpoint store." for i in range(60)]
+    sentences = [
+        f"Sentence {i} describes the replication engine and its checkpoint store." for i in range(60)
+    ]
     text, chunks = chunk_md("# T\n\n" + " ".join(sentences) + "\n", embedder)
     assert len(chunks) >= 4
-    for a, b in zip(chunks, chunks[1:], strict=False):
+    for a, b in itertools.pairwise(chunks):
         assert b.start < a.end  # sentence-aligned overlap
         assert text[b.start : b.start + 9] == "Sentence "  # windows start on a sentence
         assert a.text.endswith(".")  # and never end mid-sentence
@@ -54,14 +57,17 @@ def test_long_paragraph_becomes_overlapping_sentence_windows(embedder: Embedder)
 
 def test_table_under_the_maximum_stays_whole(embedder: Embedder) -> None:
     rows = "\n".join(f"| opt.{i} | {i} | meaning {i} |" for i in range(18))
-    text, chunks = chunk_md(f"# T\n\n| name | default | meaning |\n|---|---|---|\n{rows}\n", embedder,
-                            target_tokens=120)
+    _, chunks = chunk_md(
+        f"# T\n\n| name | default | meaning |\n|---|---|---|\n{rows}\n", embedder, target_tokens=120
+    )
     tables = [c for c in chunks if c.kind == "table"]
     assert len(tables) == 1 and "opt.0" in tables[0].text and "opt.17" in tables[0].text
 
 
 def test_table_over_the_maximum_repeats_its_header(embedder: Embedder) -> None:
-    rows = "\n".join(f"| option.number_{i} | {i * 7} | what option {i} controls in detail |" for i in range(80))
+    rows = "\n".join(
+        f"| option.number_{i} | {i * 7} | what option {i} controls in detail |" for i in range(80)
+    )
     text, chunks = chunk_md(f"# T\n\n| name | default | meaning |\n|---|---|---|\n{rows}\n", embedder)
     assert len(chunks) > 2
     for c in chunks:
@@ -74,13 +80,13 @@ def test_table_over_the_maximum_repeats_its_header(embedder: Embedder) -> None:
 
 def test_code_block_kept_whole(embedder: Embedder) -> None:
     code = "```python\n" + "\n".join(f"x{i} = compute({i})" for i in range(20)) + "\n```"
-    text, chunks = chunk_md(f"# T\n\nBefore.\n\n{code}\n\nAfter.\n", embedder, target_tokens=60)
+    _, chunks = chunk_md(f"# T\n\nBefore.\n\n{code}\n\nAfter.\n", embedder, target_tokens=60)
     whole = [c for c in chunks if "x0 = compute(0)" in c.text]
     assert len(whole) == 1 and "x19 = compute(19)" in whole[0].text
 
 
 def test_one_giant_sentence_is_split_without_truncation(embedder: Embedder) -> None:
-    text, chunks = chunk_md("# T\n\n" + " ".join(["word"] * 3000) + "\n", embedder)
+    _, chunks = chunk_md("# T\n\n" + " ".join(["word"] * 3000) + "\n", embedder)
     assert len(chunks) > 10
     assert max(embedder.count_tokens([c.index_text for c in chunks])) <= embedder.max_tokens
     assert sum(c.text.count("word") for c in chunks) >= 3000
@@ -90,9 +96,19 @@ def test_one_giant_sentence_is_split_without_truncation(embedder: Embedder) -> N
 @given(
     st.lists(
         st.one_of(
-            st.text(alphabet=st.characters(codec="utf-8", exclude_categories=("Cs",)), min_size=1, max_size=400),
-            st.sampled_from(["# Heading", "## Sub heading", "| a | b |\n|---|---|\n| 1 | 2 |", "```\ncode\n```",
-                             "- item one\n- item two", "Ünïcödé 😀 text. Second sentence!"]),
+            st.text(
+                alphabet=st.characters(codec="utf-8", exclude_categories=("Cs",)), min_size=1, max_size=400
+            ),
+            st.sampled_from(
+                [
+                    "# Heading",
+                    "## Sub heading",
+                    "| a | b |\n|---|---|\n| 1 | 2 |",
+                    "```\ncode\n```",
+                    "- item one\n- item two",
+                    "Ünïcödé 😀 text. Second sentence!",
+                ]
+            ),
         ),
         min_size=1,
         max_size=12,
@@ -108,7 +124,9 @@ def test_spans_always_index_back_into_the_stored_text(embedder: Embedder, parts:
             continue
         for block in doc.blocks:
             assert doc.text[block.start : block.end].strip() == doc.text[block.start : block.end]
-        chunker = Chunker(embedder.count_tokens, ChunkingOptions(target_tokens=64, max_tokens=embedder.max_tokens))
+        chunker = Chunker(
+            embedder.count_tokens, ChunkingOptions(target_tokens=64, max_tokens=embedder.max_tokens)
+        )
         for chunk in chunker.chunk(doc, "x" * 24):
             assert doc.text[chunk.start : chunk.end] == chunk.text
             assert chunk.token_count <= embedder.max_tokens

@@ -13,14 +13,28 @@ import pytest
 from citeline.kb import KnowledgeBase
 from citeline.models import REFUSAL
 
-CITATION_FIELDS = {"n", "document_id", "source", "title", "page", "page_end", "heading", "start", "end", "quote",
-                   "chunk_id", "quote_start", "quote_end"}
+CITATION_FIELDS = {
+    "n",
+    "document_id",
+    "source",
+    "title",
+    "page",
+    "page_end",
+    "heading",
+    "start",
+    "end",
+    "quote",
+    "chunk_id",
+    "quote_start",
+    "quote_end",
+}
 
 
 def run(index: Path, *args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, "CITELINE_INDEX": str(index)}
-    proc = subprocess.run([sys.executable, "-m", "citeline", *args], capture_output=True, text=True, env=env,
-                          timeout=300)
+    proc = subprocess.run(
+        [sys.executable, "-m", "citeline", *args], capture_output=True, text=True, env=env, timeout=300
+    )
     if check and proc.returncode != 0:
         raise AssertionError(f"exit {proc.returncode}: {proc.stderr}")
     return proc
@@ -30,8 +44,14 @@ def run(index: Path, *args: str, check: bool = True) -> subprocess.CompletedProc
 def cli_index(tmp_path_factory: pytest.TempPathFactory) -> Path:
     index = tmp_path_factory.mktemp("cli") / "index"
     samples = Path(__file__).resolve().parents[1] / "samples"
-    out = run(index, "add", str(samples / "error-codes.md"), str(samples / "configuration-reference.md"),
-              "--tag", "team=platform")
+    out = run(
+        index,
+        "add",
+        str(samples / "error-codes.md"),
+        str(samples / "configuration-reference.md"),
+        "--tag",
+        "team=platform",
+    )
     assert "2 added, 0 updated, 0 unchanged, 0 failed" in out.stdout
     return index
 
@@ -86,7 +106,9 @@ def test_show_marks_the_cited_span(cli_index: Path) -> None:
     c = json.loads(run(cli_index, "ask", "--json", "What does error LDG-4012 mean?").stdout)["citations"][0]
     out = run(cli_index, "show", c["source"], "--span", f"{c['quote_start']}:{c['quote_end']}").stdout
     text = Path(c["source"]).read_text(encoding="utf-8")
-    assert f">>> cited [{c['quote_start']}:{c['quote_end']}]: {text[c['quote_start']:c['quote_end']]}" in out
+    assert (
+        f">>> cited [{c['quote_start']}:{c['quote_end']}]: {text[c['quote_start'] : c['quote_end']]}" in out
+    )
 
 
 def test_trace_is_stored_and_shown(cli_index: Path) -> None:
@@ -109,7 +131,9 @@ def test_trace_is_stored_and_shown(cli_index: Path) -> None:
         (("search", "--tag", "novalue", "x"), "KEY=VALUE"),
     ],
 )
-def test_errors_are_one_clear_line_without_traceback(cli_index: Path, args: tuple[str, ...], needle: str) -> None:
+def test_errors_are_one_clear_line_without_traceback(
+    cli_index: Path, args: tuple[str, ...], needle: str
+) -> None:
     proc = run(cli_index, *args, check=False)
     assert proc.returncode != 0
     assert needle in proc.stderr

@@ -26,8 +26,11 @@ def test_kill_during_ingest_leaves_consistent_index(tmp_path: Path) -> None:
     docs = tmp_path / "docs"
     _make_docs(docs, 40)
     index = tmp_path / "index"
-    proc = subprocess.Popen([sys.executable, "-m", "citeline", "--index", str(index), "add", str(docs)],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "citeline", "--index", str(index), "add", str(docs)],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     db = index / "citeline.db"
     deadline = time.time() + 240
     kb = None

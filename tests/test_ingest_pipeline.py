@@ -9,18 +9,18 @@ from citeline.retrieval.filters import Filter
 
 
 def _embedded(kb: KnowledgeBase) -> int:
-    return int(getattr(kb.embedder, "texts_embedded"))
+    return int(kb.embedder.texts_embedded)
 
 
 def test_readding_unchanged_folder_embeds_nothing(kb: KnowledgeBase, docs_dir: Path) -> None:
     first = kb.add([docs_dir])
     assert sorted(Path(s).name for s in first.added) == ["alpha.md", "beta.md", "notes.txt"]
-    calls_before = getattr(kb.embedder, "calls")
+    calls_before = kb.embedder.calls
     texts_before = _embedded(kb)
     second = kb.add([docs_dir])
     assert second.unchanged and not second.added and not second.updated
     assert second.chunks_embedded == 0
-    assert getattr(kb.embedder, "calls") == calls_before
+    assert kb.embedder.calls == calls_before
     assert _embedded(kb) == texts_before
     assert second.summary() == "0 added, 0 updated, 3 unchanged, 0 failed"
 
@@ -52,7 +52,9 @@ def test_removing_a_file_removes_it_from_bm25_and_vectors(kb: KnowledgeBase, doc
     )
     assert not kb.store.keyword_search("ZX-7781", Filter(), 10)
     vector = kb.embedder.embed(["alpha queue full error"])[0]
-    remaining = {kb.store.chunks([cid])[cid][1].source for cid, _ in kb.store.vector_search(vector, Filter(), 50)}
+    remaining = {
+        kb.store.chunks([cid])[cid][1].source for cid, _ in kb.store.vector_search(vector, Filter(), 50)
+    }
     assert remaining and not any(s.endswith("alpha.md") for s in remaining)
     # its vectors are gone too, not just unreachable
     assert kb.store.stats()["vectors"] == kb.store.stats()["chunks"]

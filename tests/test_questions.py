@@ -4,10 +4,9 @@ from __future__ import annotations
 
 import json
 
-from conftest import QUESTIONS
-
 from citeline.kb import KnowledgeBase
 from citeline.models import REFUSAL
+from conftest import QUESTIONS
 
 
 def _questions() -> list[dict[str, object]]:

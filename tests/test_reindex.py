@@ -27,12 +27,16 @@ def test_reindex_swaps_embedder_and_keeps_serving(tmp_path: Path, docs_dir: Path
     assert reopened.embedder.name == "hashing"
     assert reopened.search("ZX-7781 alpha queue full", k=1)[0].chunk.id == before
     # adding more documents now uses the index's embedder
-    (docs_dir / "extra.md").write_text("# Extra\n\nExtra words about the epsilon service.\n", encoding="utf-8")
+    (docs_dir / "extra.md").write_text(
+        "# Extra\n\nExtra words about the epsilon service.\n", encoding="utf-8"
+    )
     report = reopened.add([docs_dir])
     assert len(report.added) == 1
 
 
-def test_asking_for_another_embedder_is_refused(tmp_path: Path, docs_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_asking_for_another_embedder_is_refused(
+    tmp_path: Path, docs_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     kb = citeline.open(tmp_path / "idx")
     kb.add([docs_dir])
     kb.close()

@@ -11,7 +11,7 @@ from citeline.settings import Settings, load_settings
 
 
 def test_precedence(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    (tmp_path / "citeline.toml").write_text("top_k = 12\ncontext_passages = 4\nfusion = \"convex\"\n")
+    (tmp_path / "citeline.toml").write_text('top_k = 12\ncontext_passages = 4\nfusion = "convex"\n')
     monkeypatch.setenv("CITELINE_TOP_K", "20")
     s = load_settings(tmp_path, context_passages=None, refusal_threshold=0.5)
     assert s.top_k == 20  # env beats the file

@@ -15,7 +15,7 @@ from citeline.models import REFUSAL, Answer, Chunk, Citation, Document, Hit
 from citeline.retrieval.filters import Filter, Principal
 from citeline.settings import Settings, load_settings
 
-open = open_kb  # noqa: A001 - `citeline.open(DIR)` is the documented entry point
+open = open_kb
 
 __version__ = "0.1.0"
 

@@ -164,7 +164,10 @@ class Chunker:
         while lo < len(words):
             # Largest hi with words[lo:hi] within budget: exponential then binary search.
             good, step = lo + 1, 1
-            while good + step <= len(words) and self._tokens(text, words[lo][0], words[good + step - 1][1]) <= budget:
+            while (
+                good + step <= len(words)
+                and self._tokens(text, words[lo][0], words[good + step - 1][1]) <= budget
+            ):
                 good += step
                 step *= 2
             bad = min(good + step, len(words) + 1)
@@ -270,5 +273,7 @@ class Chunker:
             return False
         if head.block.page != unit.block.page:
             return False  # a chunk never spans two pages unless one paragraph does
-        total = prefix_tokens[head.block.heading_trail] + sum(u.tokens for u in group) + unit.tokens + len(group)
+        total = (
+            prefix_tokens[head.block.heading_trail] + sum(u.tokens for u in group) + unit.tokens + len(group)
+        )
         return total <= self.options.target_tokens

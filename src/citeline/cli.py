@@ -37,9 +37,13 @@ def _print_json(data: Any) -> None:
 def filter_options(func: F) -> F:
     """Metadata and access filters shared by `search` and `ask`."""
     options = [
-        click.option("--tag", "tags", multiple=True, metavar="KEY=VALUE", help="Only documents with this tag."),
+        click.option(
+            "--tag", "tags", multiple=True, metavar="KEY=VALUE", help="Only documents with this tag."
+        ),
         click.option("--source-prefix", help="Only documents whose source starts with this."),
-        click.option("--format", "formats", multiple=True, help="Only these formats (markdown, text, pdf, ...)."),
+        click.option(
+            "--format", "formats", multiple=True, help="Only these formats (markdown, text, pdf, ...)."
+        ),
         click.option("--as", "as_user", metavar="user:NAME", help="Answer as this principal (ACLs apply)."),
         click.option("--groups", default="", help="Comma-separated groups of the --as principal."),
     ]
@@ -58,11 +62,18 @@ def _parse_tags(tags: tuple[str, ...]) -> dict[str, str]:
     return parsed
 
 
-def _filter(tags: tuple[str, ...], source_prefix: str | None, formats: tuple[str, ...], as_user: str | None,
-            groups: str) -> Filter:
+def _filter(
+    tags: tuple[str, ...],
+    source_prefix: str | None,
+    formats: tuple[str, ...],
+    as_user: str | None,
+    groups: str,
+) -> Filter:
     if as_user is not None:
         user = as_user.removeprefix("user:")
-        principal = Principal(user=user or None, groups=tuple(g.strip() for g in groups.split(",") if g.strip()))
+        principal = Principal(
+            user=user or None, groups=tuple(g.strip() for g in groups.split(",") if g.strip())
+        )
     else:
         principal = Principal.local_admin()
     return Filter(tags=_parse_tags(tags), source_prefix=source_prefix, formats=formats, principal=principal)
@@ -74,8 +85,12 @@ def _progress(enabled: bool) -> Iterator[Callable[[str, int], None] | None]:
         yield None
         return
     with Progress(
-        TextColumn("[progress.description]{task.description}"), BarColumn(), MofNCompleteColumn(),
-        TimeElapsedColumn(), console=err, transient=True,
+        TextColumn("[progress.description]{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        console=err,
+        transient=True,
     ) as bar:
         files = bar.add_task("files", total=None)
         chunks = bar.add_task("chunks embedded", total=None)
@@ -103,14 +118,21 @@ class CitelineGroup(click.Group):
         except Exception as exc:
             if os.environ.get("CITELINE_DEBUG"):
                 raise
-            err.print(f"[red]internal error:[/red] {escape(type(exc).__name__)}: {escape(str(exc))}\n"
-                      "Set CITELINE_DEBUG=1 for the traceback, and please report it.")
+            err.print(
+                f"[red]internal error:[/red] {escape(type(exc).__name__)}: {escape(str(exc))}\n"
+                "Set CITELINE_DEBUG=1 for the traceback, and please report it."
+            )
             sys.exit(2)
 
 
 @click.group(cls=CitelineGroup)
-@click.option("--index", envvar="CITELINE_INDEX", default=".citeline", show_default=True,
-              help="Index folder (or CITELINE_INDEX).")
+@click.option(
+    "--index",
+    envvar="CITELINE_INDEX",
+    default=".citeline",
+    show_default=True,
+    help="Index folder (or CITELINE_INDEX).",
+)
 @click.version_option(package_name="citeline")
 @click.pass_context
 def main(ctx: click.Context, index: str) -> None:
@@ -125,8 +147,14 @@ def main(ctx: click.Context, index: str) -> None:
 @click.option("--strict", is_flag=True, help="Exit non-zero if any file failed.")
 @click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
 @click.pass_context
-def add(ctx: click.Context, paths: tuple[str, ...], tags: tuple[str, ...], acl: tuple[str, ...], strict: bool,
-        as_json: bool) -> None:
+def add(
+    ctx: click.Context,
+    paths: tuple[str, ...],
+    tags: tuple[str, ...],
+    acl: tuple[str, ...],
+    strict: bool,
+    as_json: bool,
+) -> None:
     """Add or update files and folders (recursively). Unchanged files cost nothing."""
     for entry in acl:
         if not entry.startswith(("group:", "user:")):
@@ -160,9 +188,17 @@ def remove(ctx: click.Context, paths: tuple[str, ...]) -> None:
 def _hit_json(hit: Hit) -> dict[str, Any]:
     c = hit.chunk
     return {
-        "chunk_id": c.id, "document_id": c.document_id, "source": hit.source, "title": hit.title,
-        "heading": c.heading, "page": c.page, "page_end": c.page_end, "start": c.start, "end": c.end,
-        "text": c.text, "score": hit.score,
+        "chunk_id": c.id,
+        "document_id": c.document_id,
+        "source": hit.source,
+        "title": hit.title,
+        "heading": c.heading,
+        "page": c.page,
+        "page_end": c.page_end,
+        "start": c.start,
+        "end": c.end,
+        "text": c.text,
+        "score": hit.score,
         "stages": {k: {"score": v.score, "rank": v.rank} for k, v in hit.stages.items()},
     }
 
@@ -175,8 +211,16 @@ def _hit_json(hit: Hit) -> dict[str, Any]:
 @click.option("--json", "as_json", is_flag=True)
 @filter_options
 @click.pass_context
-def search(ctx: click.Context, query: str, k: int, fusion: str | None, alpha: float | None, as_json: bool,
-           **filters: Any) -> None:
+def search(
+    ctx: click.Context,
+    /,
+    query: str,
+    k: int,
+    fusion: str | None,
+    alpha: float | None,
+    as_json: bool,
+    **filters: Any,
+) -> None:
     """Hybrid search (BM25 + dense, fused); prints chunks with per-stage scores."""
     kb = _kb(ctx)
     options = {key: v for key, v in {"fusion": fusion, "alpha": alpha}.items() if v is not None}
@@ -186,8 +230,10 @@ def search(ctx: click.Context, query: str, k: int, fusion: str | None, alpha: fl
         return
     for rank, hit in enumerate(hits, 1):
         stages = "  ".join(f"{k}#{v.rank}" for k, v in hit.stages.items() if k != "fused")
-        out.print(f"[bold]{rank:>2}. {escape(hit.source)}[/bold] {escape(hit.chunk.heading)} "
-                  f"[dim]({hit.chunk.start}:{hit.chunk.end}) {stages}[/dim]")
+        out.print(
+            f"[bold]{rank:>2}. {escape(hit.source)}[/bold] {escape(hit.chunk.heading)} "
+            f"[dim]({hit.chunk.start}:{hit.chunk.end}) {stages}[/dim]"
+        )
         snippet = " ".join(hit.chunk.text.split())
         out.print(f"    {escape(snippet[:200])}{'...' if len(snippet) > 200 else ''}")
 
@@ -198,10 +244,12 @@ def print_answer(answer: Answer) -> None:
         out.print("\n[bold]Sources[/bold]")
     for c in answer.citations:
         page = f", page {c.page}" if c.page else ""
-        out.print(f"[{c.n}] {escape(c.source)}{page} — {escape(c.heading or c.title)} "
-                  f"[dim](chars {c.start}:{c.end})[/dim]")
+        out.print(
+            f"[{c.n}] {escape(c.source)}{page} — {escape(c.heading or c.title)} "
+            f"[dim](chars {c.start}:{c.end})[/dim]"
+        )
         quote = " ".join(c.quote[c.quote_start - c.start : c.quote_end - c.start].split())
-        out.print(f"    \"{escape(quote[:300])}\"")
+        out.print(f'    "{escape(quote[:300])}"')
 
 
 @main.command()
@@ -211,8 +259,9 @@ def print_answer(answer: Answer) -> None:
 @click.option("--explain", is_flag=True, help="Print the trace after the answer.")
 @filter_options
 @click.pass_context
-def ask(ctx: click.Context, question: str, as_json: bool, generator: str | None, explain: bool,
-        **filters: Any) -> None:
+def ask(
+    ctx: click.Context, /, question: str, as_json: bool, generator: str | None, explain: bool, **filters: Any
+) -> None:
     """Answer a question with numbered citations, or refuse when the documents do not say."""
     kb = _kb(ctx, generator=generator)
     answer = kb.ask(question, flt=_filter(**filters))
@@ -236,9 +285,11 @@ def status(ctx: click.Context, as_json: bool) -> None:
         _print_json(stats)
         return
     emb = stats["embedder"] or {}
-    out.print(f"index     {escape(stats['index'])}\ndocuments {stats['documents']}\nchunks    {stats['chunks']}\n"
-              f"size      {stats['index_bytes'] / 1048576:.1f} MB\nembedder  {emb.get('name', '-')} "
-              f"({emb.get('dim', '-')}d)")
+    out.print(
+        f"index     {escape(stats['index'])}\ndocuments {stats['documents']}\nchunks    {stats['chunks']}\n"
+        f"size      {stats['index_bytes'] / 1048576:.1f} MB\nembedder  {emb.get('name', '-')} "
+        f"({emb.get('dim', '-')}d)"
+    )
 
 
 @main.command()
@@ -258,10 +309,17 @@ def show(ctx: click.Context, source: str, page: int | None, span: str | None) ->
     shown = _kb(ctx).show(source, start, end, page)
     text, (lo, hi) = shown["text"], shown["window"]
     doc = shown["document"]
-    out.print(f"[bold]{escape(doc.title)}[/bold] [dim]{escape(doc.source)} ({lo}:{hi} of {len(text)})[/dim]\n")
+    out.print(
+        f"[bold]{escape(doc.title)}[/bold] [dim]{escape(doc.source)} ({lo}:{hi} of {len(text)})[/dim]\n"
+    )
     if start is not None and end is not None and lo <= start <= end <= hi:
-        out.print(escape(text[lo:start]) + "[reverse]" + escape(text[start:end]) + "[/reverse]"
-                  + escape(text[end:hi]))
+        out.print(
+            escape(text[lo:start])
+            + "[reverse]"
+            + escape(text[start:end])
+            + "[/reverse]"
+            + escape(text[end:hi])
+        )
         if not sys.stdout.isatty():
             click.echo(f"\n>>> cited [{start}:{end}]: {text[start:end]}")
     else:
@@ -276,7 +334,9 @@ def reindex(ctx: click.Context, embedder_name: str) -> None:
     kb = _kb(ctx)
     with _progress(sys.stderr.isatty()) as progress:
         result = kb.reindex(embedder_name, progress=progress)
-    out.print(f"reindexed {result['chunks']} chunks with {result['embedder']} ({result['embedded']} embedded)")
+    out.print(
+        f"reindexed {result['chunks']} chunks with {result['embedder']} ({result['embedded']} embedded)"
+    )
 
 
 @main.command()

@@ -81,7 +81,9 @@ class KnowledgeBase:
         if self._reranker is None and self.settings.reranker != "none":
             from citeline.rerank import make_reranker
 
-            self._reranker = make_reranker(self.settings.reranker, embedder=self.embedder, settings=self.settings)
+            self._reranker = make_reranker(
+                self.settings.reranker, embedder=self.embedder, settings=self.settings
+            )
         return self._reranker
 
     def use_generator(self, generator: Generator) -> None:
@@ -130,14 +132,22 @@ class KnowledgeBase:
     def retriever(self) -> HybridRetriever:
         return HybridRetriever(self.store, self.embedder)
 
-    def retrieve(self, query: str, flt: Filter | None = None, k: int | None = None, **options: Any) -> Retrieval:
+    def retrieve(
+        self, query: str, flt: Filter | None = None, k: int | None = None, **options: Any
+    ) -> Retrieval:
         s = self.settings
         return self.retriever().retrieve(
-            query, flt, k=k or s.top_k, fusion=options.get("fusion", s.fusion),
-            rrf_k=s.rrf_k, alpha=options.get("alpha", s.alpha),
+            query,
+            flt,
+            k=k or s.top_k,
+            fusion=options.get("fusion", s.fusion),
+            rrf_k=s.rrf_k,
+            alpha=options.get("alpha", s.alpha),
         )
 
-    def search(self, query: str, k: int | None = None, flt: Filter | None = None, **options: Any) -> list[Hit]:
+    def search(
+        self, query: str, k: int | None = None, flt: Filter | None = None, **options: Any
+    ) -> list[Hit]:
         if not query.strip():
             from citeline.errors import InvalidQuestionError
 
@@ -150,7 +160,9 @@ class KnowledgeBase:
         return hits[: k or self.settings.top_k]
 
     def answerer(self) -> Answerer:
-        return Answerer(self.store, self.retriever(), self.generator, self.verifier, self.settings, self.reranker)
+        return Answerer(
+            self.store, self.retriever(), self.generator, self.verifier, self.settings, self.reranker
+        )
 
     def ask(self, question: str, flt: Filter | None = None) -> Answer:
         return self.answerer().ask(question, flt)
@@ -158,9 +170,14 @@ class KnowledgeBase:
     # -- inspection ----------------------------------------------------------------------------
 
     def status(self) -> dict[str, Any]:
-        return {**self.store.stats(), "settings": {"generator": self.settings.generator, "reranker": self.settings.reranker}}
+        return {
+            **self.store.stats(),
+            "settings": {"generator": self.settings.generator, "reranker": self.settings.reranker},
+        }
 
-    def show(self, source: str, start: int | None = None, end: int | None = None, page: int | None = None) -> dict[str, Any]:
+    def show(
+        self, source: str, start: int | None = None, end: int | None = None, page: int | None = None
+    ) -> dict[str, Any]:
         doc = self.store.get_document(source) or next(
             (d for d in self.store.documents() if d.metadata.get("path") == str(Path(source).resolve())), None
         )
@@ -180,7 +197,12 @@ class KnowledgeBase:
                 raise CitelineError(f"Span {start}:{end} is outside {source} (0:{len(text)}).")
             if page is None:
                 lo, hi = max(0, start - 300), min(len(text), end + 300)
-        return {"document": doc, "text": text, "window": (lo, hi), "span": (start, end) if start is not None else None}
+        return {
+            "document": doc,
+            "text": text,
+            "window": (lo, hi),
+            "span": (start, end) if start is not None else None,
+        }
 
     def trace(self, trace_id: str) -> dict[str, Any] | None:
         return self.store.get_trace(trace_id)
@@ -195,6 +217,8 @@ class KnowledgeBase:
         self.close()
 
 
-def open_kb(index: str | os.PathLike[str] | None = None, *, create: bool = True, **overrides: Any) -> KnowledgeBase:
+def open_kb(
+    index: str | os.PathLike[str] | None = None, *, create: bool = True, **overrides: Any
+) -> KnowledgeBase:
     """Open (or create) the index at ``index`` (default ``./.citeline`` or ``$CITELINE_INDEX``)."""
     return KnowledgeBase(load_settings(index, **overrides), create=create)

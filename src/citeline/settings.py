@@ -48,8 +48,10 @@ class Settings:
 
     def to_toml(self) -> str:
         """A commented template: defaults stay defaults (and can improve) until a line is uncommented."""
-        lines = ["# citeline settings for this index. Uncomment a line to change it;",
-                 "# CITELINE_* environment variables and command-line flags override this file."]
+        lines = [
+            "# citeline settings for this index. Uncomment a line to change it;",
+            "# CITELINE_* environment variables and command-line flags override this file.",
+        ]
         for f in fields(self):
             if f.name == "index":
                 continue
@@ -71,7 +73,9 @@ def _coerce(name: str, raw: Any, kind: type) -> Any:
             return str(raw).strip().lower() in ("1", "true", "yes", "on")
         return kind(raw)
     except (TypeError, ValueError) as exc:
-        label = {"int": "whole number", "float": "number", "bool": "true or false"}.get(kind.__name__, "string")
+        label = {"int": "whole number", "float": "number", "bool": "true or false"}.get(
+            kind.__name__, "string"
+        )
         raise ConfigError(f"Setting '{name}' must be a {label}, got {raw!r}.") from exc
 
 

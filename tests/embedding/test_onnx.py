@@ -17,7 +17,9 @@ from citeline.errors import ConfigError, UnknownBackendError
 def test_minilm_vectors_are_normalised_and_meaningful() -> None:
     e = make_embedder("minilm-int8")
     assert e.dim == 384 and e.max_tokens == 256
-    v = e.embed(["How do I reset my password?", "Reset a password from the account page.", "Tomatoes grow fast."])
+    v = e.embed(
+        ["How do I reset my password?", "Reset a password from the account page.", "Tomatoes grow fast."]
+    )
     assert v.shape == (3, 384) and v.dtype == np.float32
     assert np.allclose(np.linalg.norm(v, axis=1), 1.0, atol=1e-5)
     assert v[0] @ v[1] > v[0] @ v[2] + 0.3

@@ -72,7 +72,9 @@ class Answerer:
     def check_question(self, question: str) -> str:
         question = " ".join(question.split())
         if not question:
-            raise InvalidQuestionError("The question is empty. Ask something, e.g. citeline ask \"How do I ...?\"")
+            raise InvalidQuestionError(
+                'The question is empty. Ask something, e.g. citeline ask "How do I ...?"'
+            )
         if len(question) > self.settings.max_question_chars:
             raise InvalidQuestionError(
                 f"The question is {len(question):,} characters long; the limit is "
@@ -110,11 +112,15 @@ class Answerer:
         timings: dict[str, float] = {}
         with Stage(timings, "retrieve"):
             retrieval = self.retriever.retrieve(
-                question, flt, k=self.settings.top_k, fusion=self.settings.fusion,
-                rrf_k=self.settings.rrf_k, alpha=self.settings.alpha,
+                question,
+                flt,
+                k=self.settings.top_k,
+                fusion=self.settings.fusion,
+                rrf_k=self.settings.rrf_k,
+                alpha=self.settings.alpha,
             )
         context = self.context(retrieval, timings)
-        weights = self.store.term_weights(query_terms(question))
+        weights = self.store.term_weights(query_terms(question), flt)
         relevance = assess(question, context, retrieved=retrieval.hits, weights=weights)
         passages = [Passage(i, hit, hit.chunk.text) for i, hit in enumerate(context, 1)]
         trace: dict[str, Any] = {
@@ -145,9 +151,17 @@ class Answerer:
         trace["timings_ms"] = timings
         trace_id = self._save_trace(question, answer, trace)
         return Answer(
-            question=answer.question, answer=answer.answer, refused=answer.refused, citations=answer.citations,
-            sentences=answer.sentences, dropped_citations=answer.dropped_citations, generator=answer.generator,
-            trace_id=trace_id, timings_ms=timings, relevance=relevance.score, refusal_reason=answer.refusal_reason,
+            question=answer.question,
+            answer=answer.answer,
+            refused=answer.refused,
+            citations=answer.citations,
+            sentences=answer.sentences,
+            dropped_citations=answer.dropped_citations,
+            generator=answer.generator,
+            trace_id=trace_id,
+            timings_ms=timings,
+            relevance=relevance.score,
+            refusal_reason=answer.refusal_reason,
             confidence=None if draft is None else draft.confidence,
         )
 
@@ -170,10 +184,21 @@ class Answerer:
         timings: dict[str, float],
         trace: dict[str, Any],
     ) -> Answer:
-        def refusal(why: str, sentences: tuple[AnswerSentence, ...] = (), dropped: tuple[int, ...] = ()) -> Answer:
+        def refusal(
+            why: str, sentences: tuple[AnswerSentence, ...] = (), dropped: tuple[int, ...] = ()
+        ) -> Answer:
             trace["refusal_reason"] = why
-            return Answer(question, REFUSAL, True, (), sentences, dropped, self.generator.name,
-                          relevance=relevance.score, refusal_reason=why)
+            return Answer(
+                question,
+                REFUSAL,
+                True,
+                (),
+                sentences,
+                dropped,
+                self.generator.name,
+                relevance=relevance.score,
+                refusal_reason=why,
+            )
 
         if draft is None:
             return refusal(reason or "refused")
@@ -194,8 +219,15 @@ class Answerer:
                 support = self.verifier.check(s.text, cited)
                 keep = support.supported or self.settings.unsupported == "mark"
                 sentences.append(AnswerSentence(s.text, valid, support.supported, not keep, support.score))
-                checks.append({"text": s.text, "citations": list(valid), "supported": support.supported,
-                               "score": round(support.score, 4), "reason": support.reason})
+                checks.append(
+                    {
+                        "text": s.text,
+                        "citations": list(valid),
+                        "supported": support.supported,
+                        "score": round(support.score, 4),
+                        "reason": support.reason,
+                    }
+                )
                 if keep:
                     for n, span in support.quotes.items():
                         quotes.setdefault(n, []).append(span)
@@ -203,32 +235,57 @@ class Answerer:
         trace["dropped_citations"] = dropped
         kept = [s for s in sentences if not s.removed and s.citations]
         if not any(s.supported for s in kept):
-            return refusal("no answer sentence is supported by its cited passage", tuple(sentences), tuple(dropped))
+            return refusal(
+                "no answer sentence is supported by its cited passage", tuple(sentences), tuple(dropped)
+            )
         # Renumber by first appearance so the reader sees [1], [2], ... in order.
         order = list(dict.fromkeys(n for s in kept for n in s.citations))
         renumber = {old: new for new, old in enumerate(order, 1)}
         final = [
-            AnswerSentence(s.text, tuple(renumber[n] for n in s.citations), s.supported, s.removed, s.support_score)
-            if not s.removed else s
+            AnswerSentence(
+                s.text, tuple(renumber[n] for n in s.citations), s.supported, s.removed, s.support_score
+            )
+            if not s.removed
+            else s
             for s in sentences
         ]
         text = " ".join(
             s.text + "".join(f" [{n}]" for n in s.citations) + ("" if s.supported else " (unverified)")
-            for s in final if not s.removed and s.citations
+            for s in final
+            if not s.removed and s.citations
         )
         citations = []
         for old in order:
             p = by_number[old]
             spans = quotes.get(old) or [(p.chunk.start, p.chunk.end)]
-            citations.append(Citation(
-                n=renumber[old], document_id=p.chunk.document_id, source=p.hit.source, title=p.hit.title,
-                page=p.chunk.page, page_end=p.chunk.page_end, heading=p.chunk.heading,
-                start=p.chunk.start, end=p.chunk.end, quote=p.chunk.text, chunk_id=p.chunk.id,
-                quote_start=min(a for a, _ in spans), quote_end=max(b for _, b in spans),
-            ))
+            citations.append(
+                Citation(
+                    n=renumber[old],
+                    document_id=p.chunk.document_id,
+                    source=p.hit.source,
+                    title=p.hit.title,
+                    page=p.chunk.page,
+                    page_end=p.chunk.page_end,
+                    heading=p.chunk.heading,
+                    start=p.chunk.start,
+                    end=p.chunk.end,
+                    quote=p.chunk.text,
+                    chunk_id=p.chunk.id,
+                    quote_start=min(a for a, _ in spans),
+                    quote_end=max(b for _, b in spans),
+                )
+            )
         trace["citations"] = [c.to_json() for c in citations]
-        return Answer(question, text, False, tuple(citations), tuple(final), tuple(dropped), self.generator.name,
-                      relevance=relevance.score)
+        return Answer(
+            question,
+            text,
+            False,
+            tuple(citations),
+            tuple(final),
+            tuple(dropped),
+            self.generator.name,
+            relevance=relevance.score,
+        )
 
     def _save_trace(self, question: str, answer: Answer, trace: dict[str, Any]) -> str | None:
         if not self.settings.trace:
@@ -243,6 +300,8 @@ class Answerer:
         try:
             self.store.save_trace(trace_id, question, answer.refused, support, trace)
         except Exception as exc:  # a read-only or locked index must not cost the user the answer
-            warnings.warn(f"Could not write the trace ({exc}); the answer is returned without one.", stacklevel=2)
+            warnings.warn(
+                f"Could not write the trace ({exc}); the answer is returned without one.", stacklevel=2
+            )
             return None
         return trace_id

@@ -98,11 +98,12 @@ class OnnxEmbedder:
         feeds: dict[str, Any] = {"input_ids": ids, "attention_mask": mask}
         if "token_type_ids" in self._inputs:
             feeds["token_type_ids"] = np.zeros_like(ids)
-        hidden = self._session.run(None, feeds)[0]
+        hidden: Vectors = np.asarray(self._session.run(None, feeds)[0], dtype=np.float32)
         m = mask[:, :, None].astype(np.float32)
         pooled = (hidden * m).sum(axis=1) / np.clip(m.sum(axis=1), 1e-9, None)
         norms = np.linalg.norm(pooled, axis=1, keepdims=True)
-        return (pooled / np.clip(norms, 1e-12, None)).astype(np.float32)
+        normalised: Vectors = (pooled / np.clip(norms, 1e-12, None)).astype(np.float32)
+        return normalised
 
     def token_vectors(self, texts: Sequence[str]) -> list[Vectors]:
         """Per-token contextual vectors (normalised), for late-interaction scoring."""

@@ -26,7 +26,11 @@ class Store(Protocol):
     def document_text(self, document_id: str) -> str: ...
 
     def replace_document(
-        self, document: Document, text: str, chunks: Sequence[Chunk], vectors: Mapping[str, Vector],
+        self,
+        document: Document,
+        text: str,
+        chunks: Sequence[Chunk],
+        vectors: Mapping[str, Vector],
         page_starts: Sequence[int] = (),
     ) -> None:
         """Atomically replace a document and all its chunks (readers see old or new, never half)."""

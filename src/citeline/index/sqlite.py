@@ -28,7 +28,9 @@ from citeline.retrieval.filters import Filter
 
 DB_NAME = "citeline.db"
 
-_DOC_COLUMNS = "id, source, title, format, content_hash, size, mtime, page_count, metadata, added_at, updated_at"
+_DOC_COLUMNS = (
+    "id, source, title, format, content_hash, size, mtime, page_count, metadata, added_at, updated_at"
+)
 
 
 def _like_escape(value: str) -> str:
@@ -54,7 +56,9 @@ def filter_sql(flt: Filter, doc_column: str) -> tuple[str, list[Any]]:
         conds.append("d.mtime < ?")
         params.append(flt.modified_before)
     for key, value in sorted(flt.tags.items()):
-        conds.append("EXISTS (SELECT 1 FROM doc_tags t WHERE t.document_id = d.id AND t.key = ? AND t.value = ?)")
+        conds.append(
+            "EXISTS (SELECT 1 FROM doc_tags t WHERE t.document_id = d.id AND t.key = ? AND t.value = ?)"
+        )
         params.extend([key, value])
     if not flt.principal.admin:
         keys = flt.principal.acl_keys()
@@ -151,7 +155,11 @@ class SqliteStore:
         name = self.meta("embedder")
         if name is None:
             return None
-        return {"name": name, "version": self.meta("embedder_version"), "dim": int(self.meta("embedder_dim") or 0)}
+        return {
+            "name": name,
+            "version": self.meta("embedder_version"),
+            "dim": int(self.meta("embedder_dim") or 0),
+        }
 
     def bind_embedder(self, name: str, version: str, dim: int) -> None:
         """Record the index's embedder on first use; refuse a different one later."""
@@ -169,20 +177,41 @@ class SqliteStore:
 
     def _document(self, row: sqlite3.Row | tuple[Any, ...]) -> Document:
         doc_id = row[0]
-        tags = dict(self.conn.execute("SELECT key, value FROM doc_tags WHERE document_id = ?", (doc_id,)).fetchall())
-        acl = tuple(r[0] for r in self.conn.execute("SELECT entry FROM doc_acl WHERE document_id = ? ORDER BY entry", (doc_id,)))
+        tags = dict(
+            self.conn.execute("SELECT key, value FROM doc_tags WHERE document_id = ?", (doc_id,)).fetchall()
+        )
+        acl = tuple(
+            r[0]
+            for r in self.conn.execute(
+                "SELECT entry FROM doc_acl WHERE document_id = ? ORDER BY entry", (doc_id,)
+            )
+        )
         return Document(
-            id=doc_id, source=row[1], title=row[2], format=row[3], content_hash=row[4], size=row[5],
-            mtime=row[6], page_count=row[7], tags=tags, acl=acl, metadata=json.loads(row[8]),
-            added_at=row[9], updated_at=row[10],
+            id=doc_id,
+            source=row[1],
+            title=row[2],
+            format=row[3],
+            content_hash=row[4],
+            size=row[5],
+            mtime=row[6],
+            page_count=row[7],
+            tags=tags,
+            acl=acl,
+            metadata=json.loads(row[8]),
+            added_at=row[9],
+            updated_at=row[10],
         )
 
     def get_document(self, source: str) -> Document | None:
-        row = self.conn.execute(f"SELECT {_DOC_COLUMNS} FROM documents WHERE source = ?", (source,)).fetchone()
+        row = self.conn.execute(
+            f"SELECT {_DOC_COLUMNS} FROM documents WHERE source = ?", (source,)
+        ).fetchone()
         return None if row is None else self._document(row)
 
     def get_document_by_id(self, document_id: str) -> Document | None:
-        row = self.conn.execute(f"SELECT {_DOC_COLUMNS} FROM documents WHERE id = ?", (document_id,)).fetchone()
+        row = self.conn.execute(
+            f"SELECT {_DOC_COLUMNS} FROM documents WHERE id = ?", (document_id,)
+        ).fetchone()
         return None if row is None else self._document(row)
 
     def documents(self, flt: Filter | None = None) -> list[Document]:
@@ -219,9 +248,19 @@ class SqliteStore:
                 "INSERT INTO documents (id, source, title, format, content_hash, size, mtime, page_count, "
                 "metadata, text, page_starts, added_at, updated_at) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)",
                 (
-                    document.id, document.source, document.title, document.format, document.content_hash,
-                    document.size, document.mtime, document.page_count, json.dumps(document.metadata),
-                    text, json.dumps(list(page_starts)), old[0] if old else now, now,
+                    document.id,
+                    document.source,
+                    document.title,
+                    document.format,
+                    document.content_hash,
+                    document.size,
+                    document.mtime,
+                    document.page_count,
+                    json.dumps(document.metadata),
+                    text,
+                    json.dumps(list(page_starts)),
+                    old[0] if old else now,
+                    now,
                 ),
             )
             self.conn.executemany(
@@ -229,7 +268,8 @@ class SqliteStore:
                 [(document.id, k, v) for k, v in document.tags.items()],
             )
             self.conn.executemany(
-                "INSERT INTO doc_acl (document_id, entry) VALUES (?, ?)", [(document.id, e) for e in set(document.acl)]
+                "INSERT INTO doc_acl (document_id, entry) VALUES (?, ?)",
+                [(document.id, e) for e in set(document.acl)],
             )
             self.conn.executemany(
                 "INSERT INTO embeddings (text_hash, embedder, vector) VALUES (?, ?, ?) "
@@ -241,8 +281,17 @@ class SqliteStore:
                 "index_text, text_hash, token_count) VALUES (?,?,?,?,?,?,?,?,?,?,?,?)",
                 [
                     (
-                        c.id, document.id, c.ordinal, c.start, c.end, c.page, c.page_end,
-                        json.dumps(list(c.heading_trail)), c.kind, c.index_text, text_hash(c.index_text),
+                        c.id,
+                        document.id,
+                        c.ordinal,
+                        c.start,
+                        c.end,
+                        c.page,
+                        c.page_end,
+                        json.dumps(list(c.heading_trail)),
+                        c.kind,
+                        c.index_text,
+                        text_hash(c.index_text),
                         c.token_count,
                     )
                     for c in chunks
@@ -254,7 +303,9 @@ class SqliteStore:
                 (document.id, name),
             ).fetchone()[0]
             if missing:
-                raise CitelineError(f"{document.source}: {missing} chunks have no vector; nothing was changed.")
+                raise CitelineError(
+                    f"{document.source}: {missing} chunks have no vector; nothing was changed."
+                )
             self._gc_embeddings(old_hashes)
             self._bump_generation()
 
@@ -264,7 +315,10 @@ class SqliteStore:
             ids += [r[0] for r in self.conn.execute("SELECT id FROM documents WHERE source = ?", (source,))]
         hashes: list[str] = []
         for doc_id in set(ids):
-            hashes += [r[0] for r in self.conn.execute("SELECT text_hash FROM chunks WHERE document_id = ?", (doc_id,))]
+            hashes += [
+                r[0]
+                for r in self.conn.execute("SELECT text_hash FROM chunks WHERE document_id = ?", (doc_id,))
+            ]
             self.conn.execute("DELETE FROM chunks WHERE document_id = ?", (doc_id,))
             self.conn.execute("DELETE FROM documents WHERE id = ?", (doc_id,))
         return hashes
@@ -312,7 +366,10 @@ class SqliteStore:
 
     def all_text_hashes(self) -> list[tuple[str, str]]:
         """(text_hash, index_text) of every distinct chunk text, for re-embedding."""
-        return [(r[0], r[1]) for r in self.conn.execute("SELECT text_hash, MIN(index_text) FROM chunks GROUP BY text_hash")]
+        return [
+            (r[0], r[1])
+            for r in self.conn.execute("SELECT text_hash, MIN(index_text) FROM chunks GROUP BY text_hash")
+        ]
 
     def add_vectors(self, embedder: str, vectors: Mapping[str, Vector]) -> None:
         """Store vectors of another embedder side by side (the active one keeps serving)."""
@@ -332,7 +389,9 @@ class SqliteStore:
                 (name,),
             ).fetchone()[0]
             if missing:
-                raise CitelineError(f"Reindex incomplete: {missing} chunks lack '{name}' vectors; nothing swapped.")
+                raise CitelineError(
+                    f"Reindex incomplete: {missing} chunks lack '{name}' vectors; nothing swapped."
+                )
             self.conn.execute("DELETE FROM embeddings WHERE embedder != ?", (name,))
             self._set_meta("embedder", name)
             self._set_meta("embedder_version", version)
@@ -363,7 +422,8 @@ class SqliteStore:
             return []
         rows = dict(
             self.conn.execute(
-                f"SELECT rowid, id FROM chunks WHERE rowid IN ({','.join('?' * len(hits))})", [r for r, _ in hits]
+                f"SELECT rowid, id FROM chunks WHERE rowid IN ({','.join('?' * len(hits))})",
+                [r for r, _ in hits],
             ).fetchall()
         )
         return [(rows[r], s) for r, s in hits if r in rows]
@@ -385,7 +445,8 @@ class SqliteStore:
         if not flt.is_empty:
             cond, params = filter_sql(flt, "document_id")
             allowed = np.fromiter(
-                (r[0] for r in self.conn.execute(f"SELECT rowid FROM chunks WHERE {cond}", params)), dtype=np.int64
+                (r[0] for r in self.conn.execute(f"SELECT rowid FROM chunks WHERE {cond}", params)),
+                dtype=np.int64,
             )
         return self._ids_for_rowids(dense.search(np.asarray(vector, dtype=np.float32), k, allowed))
 
@@ -409,28 +470,53 @@ class SqliteStore:
                         continue
                     docs[r[1]] = doc
                 chunk = Chunk(
-                    id=r[0], document_id=r[1], ordinal=r[2], start=r[3], end=r[4], page=r[5], page_end=r[6],
-                    heading_trail=tuple(json.loads(r[7])), kind=r[8], index_text=r[9], token_count=r[10], text=r[11],
+                    id=r[0],
+                    document_id=r[1],
+                    ordinal=r[2],
+                    start=r[3],
+                    end=r[4],
+                    page=r[5],
+                    page_end=r[6],
+                    heading_trail=tuple(json.loads(r[7])),
+                    kind=r[8],
+                    index_text=r[9],
+                    token_count=r[10],
+                    text=r[11],
                 )
                 out[r[0]] = (chunk, docs[r[1]])
         return out
 
-    def term_weights(self, terms: Sequence[str]) -> dict[str, float]:
-        """IDF of each term over chunks, as BM25 computes it: rare terms weigh more."""
-        n = self.count_chunks()
+    def term_weights(self, terms: Sequence[str], flt: Filter | None = None) -> dict[str, float]:
+        """IDF of each term over chunks, as BM25 computes it: rare terms weigh more.
+
+        Counted over the chunks ``flt`` lets through only, so documents a principal may not read
+        do not change the weights (and so the relevance scores and refusals) that it sees.
+        """
+        flt = flt or Filter()
+        n = self.count_chunks(flt)
+        cond, params = filter_sql(flt, "c.document_id")
         weights: dict[str, float] = {}
         for term in terms:
             expression = fts_match_expression(term)
             df = 0
             if expression is not None:
-                df = int(self.conn.execute(
-                    "SELECT COUNT(*) FROM chunks_fts WHERE chunks_fts MATCH ?", (expression,)
-                ).fetchone()[0])
+                df = int(
+                    self.conn.execute(
+                        "SELECT COUNT(*) FROM chunks_fts JOIN chunks c ON c.rowid = chunks_fts.rowid "
+                        f"WHERE chunks_fts MATCH ? {'AND ' + cond if cond else ''}",
+                        (expression, *params),
+                    ).fetchone()[0]
+                )
             weights[term] = math.log(1.0 + (n - df + 0.5) / (df + 0.5))
         return weights
 
     def document_chunks(self, document_id: str) -> list[str]:
-        return [r[0] for r in self.conn.execute("SELECT id FROM chunks WHERE document_id = ? ORDER BY ordinal", (document_id,))]
+        return [
+            r[0]
+            for r in self.conn.execute(
+                "SELECT id FROM chunks WHERE document_id = ? ORDER BY ordinal", (document_id,)
+            )
+        ]
 
     def count_chunks(self, flt: Filter | None = None) -> int:
         cond, params = filter_sql(flt or Filter(), "document_id")
@@ -452,7 +538,9 @@ class SqliteStore:
 
     # -- traces ------------------------------------------------------------------------------
 
-    def save_trace(self, trace_id: str, question: str, refused: bool, support: float | None, data: dict[str, Any]) -> None:
+    def save_trace(
+        self, trace_id: str, question: str, refused: bool, support: float | None, data: dict[str, Any]
+    ) -> None:
         with self._lock, transaction(self.conn):
             self.conn.execute(
                 "INSERT INTO traces (id, created_at, question, refused, support, data) VALUES (?,?,?,?,?,?)",
@@ -470,7 +558,8 @@ class SqliteStore:
             (limit,),
         )
         return [
-            {"id": r[0], "created_at": r[1], "question": r[2], "refused": bool(r[3]), "support": r[4]} for r in rows
+            {"id": r[0], "created_at": r[1], "question": r[2], "refused": bool(r[3]), "support": r[4]}
+            for r in rows
         ]
 
 

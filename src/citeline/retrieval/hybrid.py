@@ -67,8 +67,12 @@ class HybridRetriever:
             if chunk_id not in resolved:
                 continue  # removed between the two reads
             chunk, doc = resolved[chunk_id]
-            stage_scores = {name: scores[chunk_id] for name, scores in per_stage.items() if chunk_id in scores}
+            stage_scores = {
+                name: scores[chunk_id] for name, scores in per_stage.items() if chunk_id in scores
+            }
             stage_scores["fused"] = StageScore(score, rank)
-            hits.append(Hit(chunk=chunk, source=doc.source, title=doc.title, score=score, stages=stage_scores))
+            hits.append(
+                Hit(chunk=chunk, source=doc.source, title=doc.title, score=score, stages=stage_scores)
+            )
         timings["fuse"] = (time.perf_counter() - t) * 1000
         return Retrieval(query, hits, lexical, dense, vector, timings)
