@@ -1,4 +1,8 @@
-"""Rerankers, registered by name in one place."""
+"""Rerankers, registered by name in one place.
+
+A name may carry an argument after a colon, e.g. ``cross-encoder:/models/ms-marco-onnx``: the part
+before the colon picks the factory and the rest reaches it as ``model``.
+"""
 
 from __future__ import annotations
 
@@ -8,10 +12,39 @@ from typing import Any
 from citeline.errors import UnknownBackendError
 from citeline.rerank.base import Reranker
 
-RERANKERS: dict[str, Callable[..., Reranker]] = {}
+
+def _learned(**options: Any) -> Reranker:
+    from citeline.rerank.learned import make_learned
+
+    return make_learned(**options)
+
+
+def _cross_encoder(**options: Any) -> Reranker:
+    from citeline.rerank.cross_encoder import make_cross_encoder
+
+    return make_cross_encoder(**options)
+
+
+def _llm(**options: Any) -> Reranker:
+    from citeline.rerank.llm import make_llm_reranker
+
+    return make_llm_reranker(**options)
+
+
+RERANKERS: dict[str, Callable[..., Reranker]] = {
+    "learned": _learned,
+    "cross-encoder": _cross_encoder,
+    "llm": _llm,
+}
+
+#: The reranker measured best offline (no extra model); `citeline eval retrieval` uses it by default.
+DEFAULT_RERANKER = "learned"
 
 
 def make_reranker(name: str, **options: Any) -> Reranker:
-    if name not in RERANKERS:
+    base, sep, arg = name.partition(":")
+    if base not in RERANKERS:
         raise UnknownBackendError("reranker", name, ["none", *RERANKERS])
-    return RERANKERS[name](**options)
+    if sep:
+        options = {**options, "model": arg}
+    return RERANKERS[base](**options)

@@ -1,0 +1,149 @@
+"""Cross-encoder reranking: (query, passage) pairs scored jointly by a sequence-classification model.
+
+Two ways to load one:
+
+* a local folder with ``model.onnx`` and ``tokenizer.json`` (e.g. an export of
+  ``cross-encoder/ms-marco-MiniLM-L-6-v2``), run with onnxruntime like the embedder: no
+  download, no torch. Registry name ``cross-encoder:/path/to/folder``.
+* a model name, through ``sentence-transformers`` when it is installed and the hub is
+  reachable: ``cross-encoder:cross-encoder/ms-marco-MiniLM-L-6-v2``.
+
+The passage is the chunk's indexed text (title and headings prefix included).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from dataclasses import replace
+from pathlib import Path
+from typing import Any, Protocol
+
+import numpy as np
+import numpy.typing as npt
+
+from citeline.errors import ConfigError
+from citeline.models import Hit, StageScore
+
+
+class PairScorer(Protocol):
+    def score(self, query: str, passages: Sequence[str]) -> npt.NDArray[np.float32]: ...
+
+
+class OnnxPairScorer:
+    """A BERT-style cross-encoder exported to ONNX: inputs input_ids/attention_mask[/token_type_ids],
+    output logits of shape (batch, 1) (a relevance score) or (batch, 2) (not relevant, relevant)."""
+
+    def __init__(
+        self, folder: Path, *, max_tokens: int = 512, batch_size: int = 16, threads: int | None = None
+    ):
+        import onnxruntime as ort
+        from tokenizers import Tokenizer
+
+        model, tok = folder / "model.onnx", folder / "tokenizer.json"
+        for p in (model, tok):
+            if not p.is_file():
+                raise ConfigError(
+                    f"Cross-encoder folder {folder}: {p.name} is missing (need model.onnx and tokenizer.json)."
+                )
+        self.batch_size = batch_size
+        self._tokenizer = Tokenizer.from_file(str(tok))
+        self._tokenizer.enable_truncation(max_tokens, strategy="only_second")
+        self._tokenizer.enable_padding()
+        opts = ort.SessionOptions()
+        opts.intra_op_num_threads = threads or os.cpu_count() or 1
+        opts.inter_op_num_threads = 1
+        opts.log_severity_level = 3
+        self._session = ort.InferenceSession(
+            str(model), sess_options=opts, providers=["CPUExecutionProvider"]
+        )
+        self._inputs = {i.name for i in self._session.get_inputs()}
+
+    def score(self, query: str, passages: Sequence[str]) -> npt.NDArray[np.float32]:
+        out = np.zeros(len(passages), dtype=np.float32)
+        for lo in range(0, len(passages), self.batch_size):
+            part = list(passages[lo : lo + self.batch_size])
+            enc = self._tokenizer.encode_batch([(query, p) for p in part])
+            feeds: dict[str, Any] = {
+                "input_ids": np.array([e.ids for e in enc], dtype=np.int64),
+                "attention_mask": np.array([e.attention_mask for e in enc], dtype=np.int64),
+            }
+            if "token_type_ids" in self._inputs:
+                feeds["token_type_ids"] = np.array([e.type_ids for e in enc], dtype=np.int64)
+            logits = np.asarray(self._session.run(None, feeds)[0], dtype=np.float32)
+            if logits.ndim == 1:
+                scores = logits
+            elif logits.shape[-1] == 1:
+                scores = logits[:, 0]
+            else:  # two classes: the log-odds of "relevant"
+                scores = logits[:, -1] - logits[:, 0]
+            out[lo : lo + len(part)] = scores
+        return out
+
+
+class SentenceTransformersPairScorer:
+    """A hub model by name via sentence-transformers (optional dependency, needs the hub once)."""
+
+    def __init__(self, model_name: str) -> None:
+        try:
+            from sentence_transformers import CrossEncoder
+        except ImportError as exc:
+            raise ConfigError(
+                f"Cross-encoder '{model_name}' is not a local folder; loading it by name needs "
+                "`pip install sentence-transformers` and access to the model hub. Or export it to ONNX "
+                "and pass the folder (model.onnx + tokenizer.json)."
+            ) from exc
+        try:
+            self._model = CrossEncoder(model_name)
+        except Exception as exc:  # network, missing repo, bad weights: all mean "cannot load"
+            raise ConfigError(f"Cannot load cross-encoder '{model_name}': {exc}") from exc
+
+    def score(self, query: str, passages: Sequence[str]) -> npt.NDArray[np.float32]:
+        if not passages:
+            return np.zeros(0, dtype=np.float32)
+        return np.asarray(self._model.predict([(query, p) for p in passages]), dtype=np.float32).reshape(-1)
+
+
+def load_pair_scorer(model: str) -> PairScorer:
+    folder = Path(model).expanduser()
+    if folder.is_dir():
+        return OnnxPairScorer(folder)
+    if folder.exists() or model.startswith((".", "/", "~")):
+        raise ConfigError(f"Cross-encoder folder {model} does not exist or is not a folder.")
+    return SentenceTransformersPairScorer(model)
+
+
+class CrossEncoderReranker:
+    """Reorders hits by cross-encoder score; ties keep the incoming order."""
+
+    def __init__(self, scorer: PairScorer, name: str = "cross-encoder") -> None:
+        self.scorer = scorer
+        self.name = name
+
+    def rerank(self, query: str, hits: Sequence[Hit]) -> list[Hit]:
+        if not hits:
+            return []
+        scores = self.scorer.score(query, [h.chunk.index_text for h in hits])
+        order = sorted(range(len(hits)), key=lambda i: (-float(scores[i]), i))
+        out: list[Hit] = []
+        for rank, i in enumerate(order, 1):
+            hit = hits[i]
+            out.append(
+                replace(
+                    hit,
+                    score=float(scores[i]),
+                    stages={**hit.stages, "rerank": StageScore(float(scores[i]), rank)},
+                )
+            )
+        return out
+
+
+def make_cross_encoder(model: str | None = None, **_: Any) -> CrossEncoderReranker:
+    if not model:
+        model = os.environ.get("CITELINE_CROSS_ENCODER")
+    if not model:
+        raise ConfigError(
+            "The cross-encoder reranker needs a model: 'cross-encoder:/path/to/folder' (model.onnx + "
+            "tokenizer.json) or 'cross-encoder:<hub model name>' (needs sentence-transformers)."
+        )
+    return CrossEncoderReranker(load_pair_scorer(model), name=f"cross-encoder:{model}")
