@@ -11,6 +11,7 @@ from typing import Any
 
 import numpy as np
 
+from citeline.answer.context import TokenCounter, assemble
 from citeline.answer.generators.base import Generator
 from citeline.answer.relevance import Relevance, assess
 from citeline.answer.verify import Verifier
@@ -61,6 +62,7 @@ class Answerer:
         verifier: Verifier,
         settings: Settings,
         reranker: Reranker | None = None,
+        count_tokens: TokenCounter | None = None,
     ) -> None:
         self.store = store
         self.retriever = retriever
@@ -68,6 +70,8 @@ class Answerer:
         self.verifier = verifier
         self.settings = settings
         self.reranker = reranker
+        # Without the embedder's tokenizer, estimate ~4 characters per token.
+        self.count_tokens: TokenCounter = count_tokens or (lambda texts: [len(t) // 4 + 2 for t in texts])
 
     def check_question(self, question: str) -> str:
         question = " ".join(question.split())
@@ -122,7 +126,8 @@ class Answerer:
         context = self.context(retrieval, timings)
         weights = self.store.term_weights(query_terms(question), flt)
         relevance = assess(question, context, retrieved=retrieval.hits, weights=weights)
-        passages = [Passage(i, hit, hit.chunk.text) for i, hit in enumerate(context, 1)]
+        with Stage(timings, "assemble"):
+            passages = assemble(question, context, self.generator.context_tokens, self.count_tokens)
         trace: dict[str, Any] = {
             "question": question,
             "filter": {"principal": flt.principal.user, "groups": list(flt.principal.groups)},
