@@ -8,7 +8,8 @@ SciFact test and on PubMedQA (see ``benchmarks/bench_retrieval.py --tune``).
 Features, each scaled within the candidate list of one query so weights transfer across queries:
 
 * ``rrf``       reciprocal-rank fusion of the BM25 and dense ranks, ``1/(60+r)`` each (a missing
-                rank counts as one past the end of the candidate list), divided by its maximum.
+                rank counts as one past the deepest rank among the candidates), divided by its maximum.
+* ``doc_rrf``   the same over documents: each list's best rank among the document's candidate chunks.
 * ``bm25``      BM25 score / the best BM25 score among the candidates (0 when absent).
 * ``dense``     cosine of the chunk's vector with the query's, minus the best candidate's
                 (absent: the worst candidate's minus 0.05).
@@ -34,11 +35,12 @@ import numpy.typing as npt
 from citeline.models import Hit, StageScore
 from citeline.retrieval.bm25 import is_identifier, query_terms
 
-FEATURES: tuple[str, ...] = ("rrf", "bm25", "dense", "coverage", "title", "exact")
+FEATURES: tuple[str, ...] = ("rrf", "doc_rrf", "bm25", "dense", "coverage", "title", "exact")
 
 # Fitted on SciFact train (see the module docstring); "rrf" alone reproduces plain RRF order.
 DEFAULT_WEIGHTS: dict[str, float] = {
     "rrf": 1.0,
+    "doc_rrf": 0.0,
     "bm25": 0.0,
     "dense": 0.0,
     "coverage": 0.0,
@@ -97,12 +99,31 @@ def feature_matrix(query: str, hits: Sequence[Hit], rrf_k: int = 60) -> npt.NDAr
         return out
     col = {name: i for i, name in enumerate(FEATURES)}
 
+    # A chunk missing from a list ranks just past the deepest rank seen (or the candidate count).
+    missing = {
+        stage: max([n, *(h.stages[stage].rank for h in hits if stage in h.stages)]) + 1
+        for stage in ("bm25", "dense")
+    }
+
     def rank(hit: Hit, stage: str) -> int:
         s = hit.stages.get(stage)
-        return s.rank if s is not None else n + 1
+        return s.rank if s is not None else missing[stage]
 
     rrf = np.array([1.0 / (rrf_k + rank(h, "bm25")) + 1.0 / (rrf_k + rank(h, "dense")) for h in hits])
     out[:, col["rrf"]] = rrf / rrf.max()
+    # The same fusion over documents: a chunk's document takes the best rank any of its candidate
+    # chunks has in each list (one chunk may match the keywords, another the meaning).
+    best: dict[str, list[int]] = {}
+    for h in hits:
+        b = best.setdefault(h.chunk.document_id, [missing["bm25"], missing["dense"]])
+        b[0], b[1] = min(b[0], rank(h, "bm25")), min(b[1], rank(h, "dense"))
+    doc_rrf = np.array(
+        [
+            1.0 / (rrf_k + best[h.chunk.document_id][0]) + 1.0 / (rrf_k + best[h.chunk.document_id][1])
+            for h in hits
+        ]
+    )
+    out[:, col["doc_rrf"]] = doc_rrf / doc_rrf.max()
 
     bm25 = np.array([h.stages["bm25"].score if "bm25" in h.stages else 0.0 for h in hits])
     top = bm25.max()
@@ -110,9 +131,9 @@ def feature_matrix(query: str, hits: Sequence[Hit], rrf_k: int = 60) -> npt.NDAr
 
     known = [h.stages["dense"].score for h in hits if "dense" in h.stages]
     if known:
-        best, worst = max(known), min(known)
+        top_cos, low_cos = max(known), min(known)
         out[:, col["dense"]] = [
-            (h.stages["dense"].score if "dense" in h.stages else worst - 0.05) - best for h in hits
+            (h.stages["dense"].score if "dense" in h.stages else low_cos - 0.05) - top_cos for h in hits
         ]
 
     terms = query_terms(query)

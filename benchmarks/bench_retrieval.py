@@ -1,0 +1,207 @@
+"""Retrieval quality on the full SciFact (or any BEIR folder): every stage, both fusions, latency.
+
+    python benchmarks/bench_retrieval.py                       # SciFact test, the default stack
+    python benchmarks/bench_retrieval.py --split train         # the tuning split
+    python benchmarks/bench_retrieval.py --beir ../shared/datasets/pubmedqa   # the second set
+    python benchmarks/bench_retrieval.py --tune                # refit the learned reranker on train
+
+The first run embeds the corpus (SciFact: 5,183 abstracts, ~13k chunks, 10-30 min on 2 cores) into
+a cached index ($CITELINE_EVAL_CACHE or ~/.cache/citeline/eval); later runs reuse it.
+
+``--tune`` collects, for every train query, the fused candidates and their features once, then
+fits the learned reranker's weights by coordinate ascent on nDCG@10 and prints them with the
+train score of each alternative tried (convex alpha grid, RRF k, single features). Test is
+then measured once with ``--weights`` (or after pasting the weights into rerank/learned.py).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from citeline.eval.metrics import evaluate, ndcg_at_k
+from citeline.eval.retrieval import (
+    DEFAULT_DEPTH,
+    documents_by_best_chunk,
+    evaluate_retrieval,
+    limit_queries,
+    load_dataset,
+    open_eval_index,
+)
+from citeline.retrieval.fusion import convex_combination, reciprocal_rank_fusion
+
+SHARED = Path(__file__).resolve().parents[1].parent / "shared" / "datasets"
+
+
+def report(args: argparse.Namespace) -> dict[str, Any]:
+    dataset = limit_queries(load_dataset(args.beir, args.split), args.limit_queries)
+    started = time.perf_counter()
+    result = evaluate_retrieval(
+        dataset,
+        args.beir,
+        split=args.split,
+        fusion=args.fusion,
+        alpha=args.alpha,
+        reranker=args.reranker,
+        rerank_depth=args.rerank_depth,
+        depth=args.depth,
+    )
+    data = result.to_json()
+    data["wall_seconds"] = round(time.perf_counter() - started, 1)
+    return data
+
+
+# --------------------------------------------------------------------------------------------
+# Tuning
+# --------------------------------------------------------------------------------------------
+
+
+def collect(args: argparse.Namespace) -> tuple[list[dict[str, Any]], dict[str, dict[str, int]]]:
+    """Per query: the chunk lists of both stages and the fused candidates' features."""
+    from citeline.rerank.learned import feature_matrix
+
+    dataset = limit_queries(load_dataset(args.beir, args.split), args.limit_queries)
+    built = open_eval_index(dataset, args.beir)
+    kb, c2d = built.kb, built.chunk_to_doc
+    retriever = kb.retriever()
+    rows = []
+    for qid, query in dataset.queries.items():
+        r = retriever.retrieve(query, None, k=args.depth, fusion="rrf", rrf_k=60)
+        head = r.hits[: args.rerank_depth]
+        rows.append(
+            {
+                "qid": qid,
+                "lexical": r.lexical,
+                "dense": r.dense,
+                "X": feature_matrix(query, head),
+                "head_docs": [c2d.get(h.chunk.id, "") for h in head],
+                "tail_docs": documents_by_best_chunk([h.chunk.id for h in r.hits[args.rerank_depth :]], c2d),
+            }
+        )
+    rows_c2d = c2d
+    for row in rows:
+        row["c2d"] = rows_c2d
+    kb.close()
+    return rows, dataset.qrels
+
+
+def mean_ndcg(runs: dict[str, list[str]], qrels: dict[str, dict[str, int]]) -> float:
+    return evaluate(runs, qrels, ["ndcg@10"])["ndcg@10"]
+
+
+def reranked_ndcg(rows: list[dict[str, Any]], qrels: dict[str, dict[str, int]], w: np.ndarray) -> float:
+    total = 0.0
+    for row in rows:
+        scores = row["X"] @ w
+        order = sorted(range(len(scores)), key=lambda i: (-scores[i], i))
+        docs = list(dict.fromkeys([row["head_docs"][i] for i in order] + row["tail_docs"]))
+        total += ndcg_at_k(docs, qrels[row["qid"]], 10)
+    return total / len(rows)
+
+
+def tune(args: argparse.Namespace) -> dict[str, Any]:
+    from citeline.rerank.learned import DEFAULT_WEIGHTS, FEATURES
+
+    rows, qrels = collect(args)
+    c2d = rows[0]["c2d"]
+    out: dict[str, Any] = {"queries": len(rows), "split": args.split}
+
+    def doc_run(lists: dict[str, list[str]]) -> float:
+        return mean_ndcg(lists, qrels)
+
+    out["bm25"] = doc_run(
+        {r["qid"]: documents_by_best_chunk([c for c, _ in r["lexical"]], c2d) for r in rows}
+    )
+    out["dense"] = doc_run({r["qid"]: documents_by_best_chunk([c for c, _ in r["dense"]], c2d) for r in rows})
+    for k in (10, 30, 60, 100):
+        out[f"rrf_k{k}"] = doc_run(
+            {
+                r["qid"]: documents_by_best_chunk(
+                    [
+                        c
+                        for c, _ in reciprocal_rank_fusion(
+                            [[c for c, _ in r["lexical"]], [c for c, _ in r["dense"]]], k
+                        )
+                    ],
+                    c2d,
+                )
+                for r in rows
+            }
+        )
+    for alpha in (0.2, 0.3, 0.4, 0.5, 0.6, 0.7):
+        out[f"convex_{alpha}"] = doc_run(
+            {
+                r["qid"]: documents_by_best_chunk(
+                    [c for c, _ in convex_combination(dict(r["lexical"]), dict(r["dense"]), alpha)], c2d
+                )
+                for r in rows
+            }
+        )
+    for i, name in enumerate(FEATURES):
+        w = np.zeros(len(FEATURES))
+        w[i] = 1.0
+        out[f"feature_{name}_alone"] = reranked_ndcg(rows, qrels, w)
+
+    grid = [-1.0, -0.5, -0.3, -0.2, -0.1, -0.05, 0.0, 0.05, 0.1, 0.2, 0.3, 0.5, 1.0, 2.0]
+    w = np.array([DEFAULT_WEIGHTS.get(f, 0.0) for f in FEATURES], dtype=np.float64)
+    w[:] = 0.0
+    w[FEATURES.index("rrf")] = 1.0
+    best = reranked_ndcg(rows, qrels, w)
+    out["start"] = best
+    for _round in range(args.rounds):
+        improved = False
+        for i, name in enumerate(FEATURES):
+            if name == "rrf":
+                continue  # the scale anchor
+            for value in grid:
+                trial = w.copy()
+                trial[i] = value
+                score = reranked_ndcg(rows, qrels, trial)
+                if score > best + 1e-4:
+                    best, w, improved = score, trial, True
+        if not improved:
+            break
+    out["fitted"] = best
+    out["weights"] = {name: float(v) for name, v in zip(FEATURES, w, strict=True) if v != 0.0}
+    return out
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--beir", type=Path, default=SHARED / "scifact")
+    parser.add_argument("--split", default=None, help="default: test (train with --tune)")
+    parser.add_argument("--limit-queries", type=int)
+    parser.add_argument("--fusion", default="rrf")
+    parser.add_argument("--alpha", type=float, default=0.5)
+    parser.add_argument("--reranker", default=None, help="default: rerank.DEFAULT_RERANKER")
+    parser.add_argument("--rerank-depth", type=int, default=30)
+    parser.add_argument("--depth", type=int, default=DEFAULT_DEPTH)
+    parser.add_argument("--tune", action="store_true")
+    parser.add_argument("--rounds", type=int, default=4)
+    parser.add_argument("--out", type=Path, help="also write the JSON here")
+    args = parser.parse_args()
+    if not args.beir.is_dir():
+        print(f"No dataset at {args.beir}; pass --beir DIR.", file=sys.stderr)
+        sys.exit(2)
+    args.split = args.split or ("train" if args.tune else "test")
+    if args.reranker is None:
+        from citeline.rerank import DEFAULT_RERANKER
+
+        args.reranker = DEFAULT_RERANKER
+    data = tune(args) if args.tune else report(args)
+    text = json.dumps(data, indent=2)
+    print(text)
+    if args.out:
+        args.out.write_text(text + "\n", encoding="utf-8")
+
+
+if __name__ == "__main__":
+    main()

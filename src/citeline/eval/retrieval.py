@@ -1,0 +1,425 @@
+"""Retrieval evaluation on BEIR-style datasets: one index per corpus, metrics per stage.
+
+How a dataset becomes an index
+------------------------------
+Each corpus document is written as a small Markdown file (front matter ``title`` and
+``beir_id``, the text as the body) and added with ``KnowledgeBase.add``, so parsing, chunking
+and embedding are exactly the product's own. The title becomes the context prefix of every
+chunk. The index is cached (see :func:`cache_key`): a second run embeds nothing.
+
+Per-chunk vs per-document scoring
+---------------------------------
+The product retrieves and reranks *chunks*. A long document can give several chunks; for the
+metrics, which judge *documents*, each stage's chunk ranking is collapsed to documents by their
+best chunk (a document takes the rank of its first chunk in the list, later chunks of the same
+document are dropped). The reranker reorders the top ``rerank_depth`` fused chunks; the rest of the
+fused list follows unchanged, so Recall@100 of the reranked stage is the fused one's plus what
+reranking brought up.
+
+Stages reported: ``bm25`` (FTS5 alone), ``dense`` (vectors alone), ``fused`` (the fusion chosen
+with ``fusion``/``alpha``), ``fused_<other>`` (the other fusion on the same two lists, so both are
+always reported) and ``reranked`` (the reranker over the chosen fusion). Latency is per query and
+per stage as a user of that stage alone would pay it: ``dense`` includes embedding the query,
+``fused`` includes both searches, ``reranked`` includes fusion.
+"""
+
+from __future__ import annotations
+
+import gzip
+import hashlib
+import json
+import os
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from citeline.eval.beir import BeirDataset, BeirDoc, DatasetNotFoundError, load_beir
+from citeline.eval.metrics import DEFAULT_METRICS, evaluate, percentile
+from citeline.kb import KnowledgeBase, open_kb
+from citeline.models import Hit
+from citeline.rerank.base import Reranker
+from citeline.retrieval.fusion import convex_combination, reciprocal_rank_fusion
+from citeline.settings import load_settings
+
+FUSIONS = ("rrf", "convex")
+STAGE_ORDER = ("bm25", "dense", "fused", "fused_rrf", "fused_convex", "reranked")
+DEFAULT_DEPTH = 200  # chunks per stage list: enough for 100 distinct documents on BEIR corpora
+STAGING_FORMAT = "1"  # bump when the staged Markdown layout changes (invalidates cached indexes)
+
+Progress = Callable[[str, int], None]
+
+
+# --------------------------------------------------------------------------------------------
+# Datasets: BEIR folders, plus two shared sets converted on the fly
+# --------------------------------------------------------------------------------------------
+
+
+def load_pubmedqa(root: Path, split: str = "test") -> BeirDataset:
+    """PubMedQA PQA-L as retrieval: 1,000 abstracts (contexts, no title), a question finds its own.
+
+    ``test`` = the 500 PMIDs of test_ground_truth.json, ``train`` = the other 500, ``all`` = 1,000.
+    The question is the article title rephrased, so titles are left out of the corpus.
+    """
+    with gzip.open(root / "ori_pqal.json.gz", "rt", encoding="utf-8") as handle:
+        data: dict[str, dict[str, Any]] = json.load(handle)
+    test_ids = set(json.loads((root / "test_ground_truth.json").read_text(encoding="utf-8")))
+    if split not in ("test", "train", "all"):
+        raise DatasetNotFoundError(f"PubMedQA has the splits test, train and all, not '{split}'.")
+    corpus = {pmid: BeirDoc(title="", text="\n\n".join(rec["CONTEXTS"])) for pmid, rec in data.items()}
+    chosen = [p for p in data if split == "all" or (p in test_ids) == (split == "test")]
+    return BeirDataset(
+        corpus=corpus,
+        queries={p: str(data[p]["QUESTION"]) for p in chosen},
+        qrels={p: {p: 1} for p in chosen},
+    )
+
+
+def load_climate_fever(root: Path, split: str = "test") -> BeirDataset:
+    """The Climate-FEVER sentence pool: every evidence sentence is a document (title = its article);
+    a claim's SUPPORTS/REFUTES sentences are relevant. One split only (``test``)."""
+    if split not in ("test", "all"):
+        raise DatasetNotFoundError(f"The Climate-FEVER pool has one split, 'test', not '{split}'.")
+    corpus: dict[str, BeirDoc] = {}
+    queries: dict[str, str] = {}
+    qrels: dict[str, dict[str, int]] = {}
+    with gzip.open(root / "climate-fever.jsonl.gz", "rt", encoding="utf-8") as handle:
+        for line in handle:
+            if not line.strip():
+                continue
+            claim = json.loads(line)
+            relevant: dict[str, int] = {}
+            for ev in claim["evidences"]:
+                corpus.setdefault(ev["evidence_id"], BeirDoc(title=ev["article"], text=ev["evidence"]))
+                if ev["evidence_label"] in ("SUPPORTS", "REFUTES"):
+                    relevant[ev["evidence_id"]] = 1
+            if relevant:
+                queries[str(claim["claim_id"])] = claim["claim"]
+                qrels[str(claim["claim_id"])] = relevant
+    return BeirDataset(corpus=corpus, queries=queries, qrels=qrels)
+
+
+def load_dataset(path: str | Path, split: str = "test") -> BeirDataset:
+    """A BEIR folder, or the shared PubMedQA / Climate-FEVER folders (recognised by their files)."""
+    root = Path(path)
+    if (root / "ori_pqal.json.gz").is_file():
+        return load_pubmedqa(root, split)
+    if (root / "climate-fever.jsonl.gz").is_file():
+        return load_climate_fever(root, split)
+    return load_beir(root, split)
+
+
+def limit_queries(dataset: BeirDataset, n: int | None) -> BeirDataset:
+    """The first n queries (file order), the corpus untouched."""
+    if n is None or n >= len(dataset.queries):
+        return dataset
+    keep = list(dataset.queries)[:n]
+    return BeirDataset(
+        corpus=dataset.corpus,
+        queries={q: dataset.queries[q] for q in keep},
+        qrels={q: dataset.qrels[q] for q in keep},
+    )
+
+
+# --------------------------------------------------------------------------------------------
+# The index: staged Markdown files through KnowledgeBase.add, cached by key
+# --------------------------------------------------------------------------------------------
+
+
+def corpus_digest(corpus: Mapping[str, BeirDoc]) -> str:
+    h = hashlib.sha256()
+    for doc_id in sorted(corpus):
+        doc = corpus[doc_id]
+        for part in (doc_id, doc.title, doc.text):
+            h.update(part.encode("utf-8"))
+            h.update(b"\0")
+    return h.hexdigest()
+
+
+def cache_key(dataset_path: str | Path, corpus: Mapping[str, BeirDoc], embedder: str, chunking: str) -> str:
+    """Dataset folder + the corpus actually indexed + embedder + chunking settings.
+
+    The split is not part of it: in BEIR every split searches the same corpus, so train and test
+    share one index. A slice (a different corpus) gets its own.
+    """
+    raw = "|".join(
+        [str(Path(dataset_path).resolve()), corpus_digest(corpus), embedder, chunking, STAGING_FORMAT]
+    )
+    return hashlib.sha256(raw.encode("utf-8")).hexdigest()[:16]
+
+
+def default_cache_root() -> Path:
+    env = os.environ.get("CITELINE_EVAL_CACHE")
+    if env:
+        return Path(env).expanduser()
+    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(base) / "citeline" / "eval"
+
+
+def _staged_markdown(doc_id: str, doc: BeirDoc) -> str:
+    # JSON strings are valid YAML scalars, so any title or id survives the front matter.
+    front = f"---\ntitle: {json.dumps(doc.title)}\nbeir_id: {json.dumps(doc_id)}\n---\n\n"
+    return front + doc.text.strip() + "\n"
+
+
+@dataclass
+class EvalIndex:
+    kb: KnowledgeBase
+    folder: Path
+    built: bool  # False when the cached index was reused as it was
+    chunks_embedded: int
+    ingest_seconds: float
+    chunk_to_doc: dict[str, str]
+
+
+def open_eval_index(
+    dataset: BeirDataset,
+    dataset_path: str | Path,
+    *,
+    embedder: str = "minilm-int8",
+    index: str | Path | None = None,
+    cache_root: Path | None = None,
+    progress: Progress | None = None,
+    batch: int = 256,
+) -> EvalIndex:
+    """Open the dataset's cached index, building (or finishing) it first if needed.
+
+    Documents are staged as Markdown under ``<cache_root>/<key>/docs`` and added in batches; an
+    interrupted build resumes where it stopped (unchanged files are skipped by the ingestor).
+    """
+    root = cache_root or default_cache_root()
+    # Chunking settings come from the index's own citeline.toml (if any) and CITELINE_* variables.
+    settings = load_settings(index if index is not None else Path(root) / "_defaults", embedder=embedder)
+    chunking = f"{settings.chunk_tokens}:{settings.overlap_tokens}"
+    key = cache_key(dataset_path, dataset.corpus, embedder, chunking)
+    base = Path(root) / key
+    folder = Path(index) if index is not None else base / "index"
+    marker = folder / "eval-complete.json"
+    kb = open_kb(folder, embedder=embedder)
+    built, embedded, started = False, 0, time.perf_counter()
+    if not _complete(marker, key, len(dataset.corpus)):
+        built = True
+        staging = base / "docs"
+        staging.mkdir(parents=True, exist_ok=True)
+        paths: list[Path] = []
+        for i, (doc_id, doc) in enumerate(dataset.corpus.items()):
+            path = staging / f"d{i:07d}.md"
+            text = _staged_markdown(doc_id, doc)
+            if not path.is_file() or path.read_text(encoding="utf-8") != text:
+                path.write_text(text, encoding="utf-8")
+            paths.append(path)
+        failed: list[tuple[str, str]] = []
+        for lo in range(0, len(paths), batch):
+            report = kb.add(paths[lo : lo + batch])
+            embedded += report.chunks_embedded
+            failed += report.failed
+            if progress:
+                progress("documents", len(paths[lo : lo + batch]))
+        marker.write_text(
+            json.dumps({"key": key, "documents": len(dataset.corpus), "failed": failed}), encoding="utf-8"
+        )
+    rows = kb.store.conn.execute(
+        "SELECT c.id, json_extract(d.metadata, '$.beir_id') FROM chunks c JOIN documents d ON d.id = c.document_id"
+    ).fetchall()
+    chunk_to_doc = {str(c): str(b) for c, b in rows if b is not None}
+    return EvalIndex(kb, folder, built, embedded, time.perf_counter() - started, chunk_to_doc)
+
+
+def _complete(marker: Path, key: str, documents: int) -> bool:
+    if not marker.is_file():
+        return False
+    try:
+        data = json.loads(marker.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return False
+    return bool(data.get("key") == key and data.get("documents") == documents)
+
+
+# --------------------------------------------------------------------------------------------
+# Evaluation
+# --------------------------------------------------------------------------------------------
+
+
+def documents_by_best_chunk(chunk_ids: Sequence[str], chunk_to_doc: Mapping[str, str]) -> list[str]:
+    """Collapse a chunk ranking to documents: each document at the rank of its best chunk."""
+    return list(dict.fromkeys(chunk_to_doc[c] for c in chunk_ids if c in chunk_to_doc))
+
+
+@dataclass
+class StageResult:
+    metrics: dict[str, float]
+    latency_ms: dict[str, float]
+
+
+@dataclass
+class RetrievalReport:
+    dataset: str
+    split: str
+    queries: int
+    documents: int
+    chunks: int
+    embedder: str
+    fusion: str
+    alpha: float
+    reranker: str
+    rerank_depth: int
+    depth: int
+    stages: dict[str, StageResult]
+    index: dict[str, Any] = field(default_factory=dict)
+    runs: dict[str, dict[str, list[str]]] = field(default_factory=dict, repr=False)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "dataset": self.dataset,
+            "split": self.split,
+            "queries": self.queries,
+            "documents": self.documents,
+            "chunks": self.chunks,
+            "embedder": self.embedder,
+            "fusion": self.fusion,
+            "alpha": self.alpha,
+            "reranker": self.reranker,
+            "rerank_depth": self.rerank_depth,
+            "depth": self.depth,
+            "index": self.index,
+            "stages": {
+                name: {"metrics": s.metrics, "latency_ms": s.latency_ms} for name, s in self.stages.items()
+            },
+        }
+
+
+def rerank_hits(reranker: Reranker | None, query: str, hits: Sequence[Hit], depth: int) -> list[Hit]:
+    """The top ``depth`` hits reordered by the reranker, then the rest in their fused order."""
+    if reranker is None or depth <= 0:
+        return list(hits)
+    return [*reranker.rerank(query, hits[:depth]), *hits[depth:]]
+
+
+def run_queries(
+    kb: KnowledgeBase,
+    dataset: BeirDataset,
+    chunk_to_doc: Mapping[str, str],
+    *,
+    fusion: str = "rrf",
+    alpha: float = 0.5,
+    reranker: Reranker | None = None,
+    rerank_depth: int = 30,
+    depth: int = DEFAULT_DEPTH,
+    progress: Progress | None = None,
+    on_query: Callable[[str, str, list[Hit]], None] | None = None,
+) -> tuple[dict[str, dict[str, list[str]]], dict[str, list[float]]]:
+    """Document runs ({stage: {query id: doc ids}}) and per-query latencies ({stage: [ms]})."""
+    if fusion not in FUSIONS:
+        raise ValueError(f"fusion must be one of {', '.join(FUSIONS)}, got '{fusion}'")
+    other = "convex" if fusion == "rrf" else "rrf"
+    retriever = kb.retriever()
+    rrf_k = kb.settings.rrf_k
+    runs: dict[str, dict[str, list[str]]] = {
+        s: {} for s in ("bm25", "dense", "fused", f"fused_{other}", "reranked")
+    }
+    latency: dict[str, list[float]] = {s: [] for s in runs}
+    for qid, query in dataset.queries.items():
+        started = time.perf_counter()
+        retrieval = retriever.retrieve(query, None, k=depth, fusion=fusion, rrf_k=rrf_k, alpha=alpha)
+        total = (time.perf_counter() - started) * 1000
+        t = retrieval.timings_ms
+        t0 = time.perf_counter()
+        if other == "convex":
+            alt = convex_combination(dict(retrieval.lexical), dict(retrieval.dense), alpha)
+        else:
+            alt = reciprocal_rank_fusion(
+                [[c for c, _ in retrieval.lexical], [c for c, _ in retrieval.dense]], k=rrf_k
+            )
+        alt_ms = (time.perf_counter() - t0) * 1000
+        t0 = time.perf_counter()
+        reranked = rerank_hits(reranker, query, retrieval.hits, rerank_depth)
+        rerank_ms = (time.perf_counter() - t0) * 1000
+        runs["bm25"][qid] = documents_by_best_chunk([c for c, _ in retrieval.lexical], chunk_to_doc)
+        runs["dense"][qid] = documents_by_best_chunk([c for c, _ in retrieval.dense], chunk_to_doc)
+        runs["fused"][qid] = documents_by_best_chunk([h.chunk.id for h in retrieval.hits], chunk_to_doc)
+        runs[f"fused_{other}"][qid] = documents_by_best_chunk([c for c, _ in alt[:depth]], chunk_to_doc)
+        runs["reranked"][qid] = documents_by_best_chunk([h.chunk.id for h in reranked], chunk_to_doc)
+        latency["bm25"].append(t["bm25"])
+        latency["dense"].append(t["embed_query"] + t["dense"])
+        latency["fused"].append(total)
+        latency[f"fused_{other}"].append(t["embed_query"] + t["bm25"] + t["dense"] + alt_ms)
+        latency["reranked"].append(total + rerank_ms)
+        if on_query is not None:
+            on_query(qid, query, retrieval.hits)
+        if progress:
+            progress("queries", 1)
+    return runs, latency
+
+
+def evaluate_retrieval(
+    dataset: BeirDataset,
+    dataset_path: str | Path,
+    *,
+    split: str = "test",
+    embedder: str = "minilm-int8",
+    index: str | Path | None = None,
+    cache_root: Path | None = None,
+    fusion: str = "rrf",
+    alpha: float = 0.5,
+    reranker: str = "none",
+    rerank_depth: int = 30,
+    depth: int = DEFAULT_DEPTH,
+    metrics: Sequence[str] = DEFAULT_METRICS,
+    progress: Progress | None = None,
+    keep_runs: bool = False,
+) -> RetrievalReport:
+    """Build or reuse the dataset's index, run every query, and score each stage."""
+    built = open_eval_index(
+        dataset, dataset_path, embedder=embedder, index=index, cache_root=cache_root, progress=progress
+    )
+    kb = built.kb
+    try:
+        rr: Reranker | None = None
+        if reranker != "none":
+            from citeline.rerank import make_reranker
+
+            rr = make_reranker(reranker, embedder=kb.embedder, settings=kb.settings)
+        runs, latency = run_queries(
+            kb,
+            dataset,
+            built.chunk_to_doc,
+            fusion=fusion,
+            alpha=alpha,
+            reranker=rr,
+            rerank_depth=rerank_depth,
+            depth=depth,
+            progress=progress,
+        )
+        if rr is None:
+            del runs["reranked"], latency["reranked"]
+        stages = {
+            name: StageResult(
+                metrics=evaluate(run, dataset.qrels, metrics),
+                latency_ms={"p50": percentile(latency[name], 50), "p95": percentile(latency[name], 95)},
+            )
+            for name, run in runs.items()
+        }
+        return RetrievalReport(
+            dataset=str(dataset_path),
+            split=split,
+            queries=len(dataset.queries),
+            documents=len(dataset.corpus),
+            chunks=kb.store.count_chunks(),
+            embedder=embedder,
+            fusion=fusion,
+            alpha=alpha,
+            reranker=reranker,
+            rerank_depth=rerank_depth,
+            depth=depth,
+            stages=stages,
+            index={
+                "folder": str(built.folder),
+                "built": built.built,
+                "chunks_embedded": built.chunks_embedded,
+                "ingest_seconds": round(built.ingest_seconds, 2),
+            },
+            runs=runs if keep_runs else {},
+        )
+    finally:
+        kb.close()
