@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
@@ -25,10 +25,17 @@ from citeline.settings import SETTINGS_FILE, Settings, load_settings
 class KnowledgeBase:
     """One index folder and the pipeline around it. Cheap to open; models load on first use."""
 
-    def __init__(self, settings: Settings, *, create: bool = True, embedder: Embedder | None = None) -> None:
+    def __init__(
+        self,
+        settings: Settings,
+        *,
+        create: bool = True,
+        read_only: bool = False,
+        embedder: Embedder | None = None,
+    ) -> None:
         self.settings = settings
         self.folder = Path(settings.index)
-        self.store = SqliteStore(self.folder, create=create)
+        self.store = SqliteStore(self.folder, create=create and not read_only, read_only=read_only)
         if not self.store.read_only and not (self.folder / SETTINGS_FILE).exists():
             (self.folder / SETTINGS_FILE).write_text(settings.to_toml(), encoding="utf-8")
         self._embedder = embedder
@@ -164,8 +171,11 @@ class KnowledgeBase:
             self.store, self.retriever(), self.generator, self.verifier, self.settings, self.reranker
         )
 
-    def ask(self, question: str, flt: Filter | None = None) -> Answer:
-        return self.answerer().ask(question, flt)
+    def ask(
+        self, question: str, flt: Filter | None = None, on_text: Callable[[str], None] | None = None
+    ) -> Answer:
+        """Answer with citations, or refuse. ``on_text`` receives the answer text as it streams."""
+        return self.answerer().ask(question, flt, on_text=on_text)
 
     # -- inspection ----------------------------------------------------------------------------
 
@@ -218,7 +228,14 @@ class KnowledgeBase:
 
 
 def open_kb(
-    index: str | os.PathLike[str] | None = None, *, create: bool = True, **overrides: Any
+    index: str | os.PathLike[str] | None = None,
+    *,
+    create: bool = True,
+    read_only: bool = False,
+    **overrides: Any,
 ) -> KnowledgeBase:
-    """Open (or create) the index at ``index`` (default ``./.citeline`` or ``$CITELINE_INDEX``)."""
-    return KnowledgeBase(load_settings(index, **overrides), create=create)
+    """Open (or create) the index at ``index`` (default ``./.citeline`` or ``$CITELINE_INDEX``).
+
+    ``read_only`` opens an existing index without ever writing to it (answers then carry no trace).
+    """
+    return KnowledgeBase(load_settings(index, **overrides), create=create, read_only=read_only)

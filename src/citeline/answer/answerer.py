@@ -2,17 +2,20 @@
 
 from __future__ import annotations
 
+import dataclasses
 import time
 import uuid
 import warnings
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
+from citeline.answer.citations import StreamingCitationFilter
 from citeline.answer.context import TokenCounter, assemble
 from citeline.answer.generators.base import Generator
+from citeline.answer.prompt import parse_free_text
 from citeline.answer.relevance import Relevance, assess
 from citeline.answer.verify import Verifier
 from citeline.errors import InvalidQuestionError
@@ -109,7 +112,12 @@ class Answerer:
         self,
         question: str,
         flt: Filter | None = None,
+        on_text: Callable[[str], None] | None = None,
     ) -> Answer:
+        """Answer ``question``. With ``on_text``, the generator's text is passed on as it streams
+        (citation markers are only ever emitted whole and in range); the returned Answer is then
+        built from exactly the streamed text, so streaming and not streaming give the same answer
+        from a deterministic generator."""
         t0 = time.perf_counter()
         question = self.check_question(question)
         flt = flt or Filter()
@@ -145,7 +153,10 @@ class Answerer:
         draft: Draft | None = None
         if reason is None:
             with Stage(timings, "generate"):
-                draft = self.generator.generate(question, passages)
+                if on_text is None:
+                    draft = self.generator.generate(question, passages)
+                else:
+                    draft = self._stream(question, passages, on_text)
             trace["raw_completion"] = draft.raw
             trace["confidence"] = draft.confidence
             trace["tokens"] = {"prompt": draft.prompt_tokens, "completion": draft.completion_tokens}
@@ -168,6 +179,23 @@ class Answerer:
             relevance=relevance.score,
             refusal_reason=answer.refusal_reason,
             confidence=None if draft is None else draft.confidence,
+        )
+
+    def _stream(self, question: str, passages: list[Passage], on_text: Callable[[str], None]) -> Draft:
+        markers = StreamingCitationFilter(len(passages))
+        pieces: list[str] = []
+        for chunk in self.generator.stream(question, passages):
+            text = markers.feed(chunk)
+            if text:
+                pieces.append(text)
+                on_text(text)
+        tail = markers.flush()
+        if tail:
+            pieces.append(tail)
+            on_text(tail)
+        draft = parse_free_text("".join(pieces), len(passages))
+        return dataclasses.replace(
+            draft, invented_citations=tuple(markers.invented) + draft.invented_citations
         )
 
     def _refusal_reason(self, relevance: Relevance, passages: Sequence[Passage]) -> str | None:

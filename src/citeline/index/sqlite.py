@@ -77,12 +77,12 @@ def filter_sql(flt: Filter, doc_column: str) -> tuple[str, list[Any]]:
 class SqliteStore:
     """SQLite (source of truth) + FTS5 (BM25) + a dense matrix (exact cosine search)."""
 
-    def __init__(self, folder: Path, *, create: bool = True) -> None:
+    def __init__(self, folder: Path, *, create: bool = True, read_only: bool = False) -> None:
         self.folder = folder
         self.path = folder / DB_NAME
-        self._check_folder(create)
+        self._check_folder(create and not read_only)
         writable = os.access(folder, os.W_OK) and (not self.path.exists() or os.access(self.path, os.W_OK))
-        self.read_only = not writable
+        self.read_only = read_only or not writable
         try:
             if self.read_only:
                 uri = f"file:{self.path}?mode=ro"

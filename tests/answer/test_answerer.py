@@ -1,0 +1,160 @@
+"""The answer path: guard, citation validation, claim checks, modes, streaming, traces.
+
+The scripted generator below stands in for an LLM (an external model) so each rule can be
+exercised exactly; retrieval, verification and resolution are the real ones.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import warnings
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+
+import pytest
+
+import citeline
+from citeline.answer.context import assemble, compress, edge_order
+from citeline.kb import KnowledgeBase
+from citeline.models import REFUSAL, Draft, DraftSentence, Passage
+
+
+class ScriptedGenerator:
+    """Replies with fixed sentences; counts calls."""
+
+    name = "scripted"
+    context_tokens = 4000
+
+    def __init__(self, sentences: list[tuple[str, tuple[int, ...]]], invented: tuple[int, ...] = ()) -> None:
+        self.sentences = sentences
+        self.invented = invented
+        self.calls = 0
+
+    def generate(self, question: str, passages: Sequence[Passage]) -> Draft:
+        self.calls += 1
+        return Draft(tuple(DraftSentence(t, c) for t, c in self.sentences), invented_citations=self.invented)
+
+    def stream(self, question: str, passages: Sequence[Passage]) -> Iterator[str]:
+        self.calls += 1
+        for text, cites in self.sentences:
+            yield text + "".join(f" [{n}]" for n in cites) + " "
+
+
+@pytest.fixture()
+def small_kb(tmp_path: Path, docs_dir: Path) -> Iterator[KnowledgeBase]:
+    kb = citeline.open(tmp_path / "index")
+    kb.add([docs_dir])
+    yield kb
+    kb.close()
+
+
+QUESTION = "What does error ZX-7781 mean?"
+
+
+def test_guard_refuses_without_calling_the_generator(small_kb: KnowledgeBase) -> None:
+    gen = ScriptedGenerator([("Anything.", (1,))])
+    small_kb.use_generator(gen)
+    answer = small_kb.ask("What does error QQ-1234 mean?")  # an identifier no document contains
+    assert answer.refused and answer.answer == REFUSAL and answer.citations == ()
+    assert gen.calls == 0
+    assert "qq-1234" in (answer.refusal_reason or "")
+    off_topic = small_kb.ask("What is the boiling point of tungsten in kelvin?")
+    assert off_topic.refused and gen.calls == 0
+
+
+def test_invented_citation_numbers_never_reach_the_output(small_kb: KnowledgeBase) -> None:
+    gen = ScriptedGenerator(
+        [("Error ZX-7781 means the alpha queue is full.", (1, 9)), ("Drain it with alpha drain.", (12,))],
+        invented=(42,),
+    )
+    small_kb.use_generator(gen)
+    answer = small_kb.ask(QUESTION)
+    data = answer.to_json()
+    assert not answer.refused
+    assert "[9]" not in answer.answer and "[12]" not in answer.answer
+    assert set(data["dropped_citations"]) == {9, 12, 42}
+    assert all(1 <= c["n"] <= len(data["citations"]) for c in data["citations"])
+    # the sentence whose only citation was invented has no valid citation: it is withheld
+    dropped = [s for s in answer.sentences if s.text.startswith("Drain")]
+    assert dropped and dropped[0].removed and dropped[0].citations == ()
+
+
+def test_unsupported_sentence_removed_by_default_and_marked_in_mark_mode(small_kb: KnowledgeBase) -> None:
+    lines = [
+        ("Error ZX-7781 means the alpha queue is full.", (1,)),
+        ("The alpha queue is written in Rust 1.42.", (1,)),
+    ]
+    small_kb.use_generator(ScriptedGenerator(lines))
+    removed = small_kb.ask(QUESTION)
+    kept = [s for s in removed.sentences if not s.removed]
+    assert [s.text for s in kept] == [lines[0][0]]
+    rust = next(s for s in removed.sentences if "Rust" in s.text)
+    assert rust.removed and not rust.supported and "Rust" not in removed.answer
+    small_kb.settings = dataclasses.replace(small_kb.settings, unsupported="mark")
+    marked = small_kb.ask(QUESTION)
+    rust = next(s for s in marked.sentences if "Rust" in s.text)
+    assert not rust.removed and not rust.supported
+    assert "Rust 1.42. [1] (unverified)" in marked.answer
+
+
+def test_nothing_supported_means_refusal(small_kb: KnowledgeBase) -> None:
+    small_kb.use_generator(ScriptedGenerator([("The queue was designed in 1987 by Ada Lovelace.", (1,))]))
+    answer = small_kb.ask(QUESTION)
+    assert answer.refused and answer.answer == REFUSAL and not answer.citations
+    assert answer.sentences and answer.sentences[0].removed
+
+
+def test_streaming_gives_the_same_answer(small_kb: KnowledgeBase) -> None:
+    pieces: list[str] = []
+    streamed = small_kb.ask(QUESTION, on_text=pieces.append)
+    plain = small_kb.ask(QUESTION)
+    assert pieces and not plain.refused
+    assert streamed.answer == plain.answer
+    assert [c.to_json() for c in streamed.citations] == [c.to_json() for c in plain.citations]
+    text = "".join(pieces)
+    assert all(s.text in text for s in plain.sentences)
+
+
+def test_streamed_invented_markers_are_never_emitted(small_kb: KnowledgeBase) -> None:
+    small_kb.use_generator(ScriptedGenerator([("Error ZX-7781 means the alpha queue is full.", (1, 7))]))
+    pieces: list[str] = []
+    answer = small_kb.ask(QUESTION, on_text=pieces.append)
+    assert "[7]" not in "".join(pieces) and 7 in answer.dropped_citations
+
+
+def test_read_only_index_answers_without_a_trace(tmp_path: Path, docs_dir: Path) -> None:
+    kb = citeline.open(tmp_path / "index")
+    kb.add([docs_dir])
+    kb.close()
+    ro = citeline.open(tmp_path / "index", read_only=True)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        answer = ro.ask(QUESTION)
+    assert not answer.refused and answer.trace_id is None
+    assert any("trace" in str(w.message) for w in caught)
+
+
+def test_trace_records_every_stage(small_kb: KnowledgeBase) -> None:
+    answer = small_kb.ask(QUESTION)
+    trace = small_kb.trace(answer.trace_id or "")
+    assert trace is not None
+    assert {"candidates", "context", "relevance", "raw_completion", "verification", "timings_ms"} <= set(
+        trace
+    )
+    assert trace["context"][0]["stages"]["fused"]["rank"] >= 1
+    assert trace["verification"][0]["supported"] is True
+
+
+def test_edge_order_puts_strongest_at_both_ends() -> None:
+    assert edge_order(5) == [0, 2, 4, 3, 1]
+    assert edge_order(2) == [0, 1]
+
+
+def test_compression_keeps_relevant_sentences_verbatim(small_kb: KnowledgeBase) -> None:
+    text = "Cats sleep a lot. The alpha queue holds 900 jobs. Dogs bark at night. Birds sing early."
+    short = compress("How many jobs does the alpha queue hold?", text, 0, 14, small_kb.embedder.count_tokens)
+    assert short == "The alpha queue holds 900 jobs."
+    hits = small_kb.search("alpha queue", k=4)
+    passages = assemble("alpha queue", hits, 700 + 64 * 4, small_kb.embedder.count_tokens)
+    assert [p.number for p in passages] == [1, 2, 3, 4]
+    assert passages[0].hit is hits[0] and passages[-1].hit is hits[1]
