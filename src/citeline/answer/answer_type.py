@@ -11,7 +11,8 @@ import re
 
 _UNITS = r"(?:milli)?seconds?|secs?|minutes?|mins?|hours?|hrs?|days?|weeks?|months?|years?|ms|[smhdw]"
 _DURATION = re.compile(
-    rf"\b\d+(?:[.,]\d+)?\s*(?:-\s*)?(?:(?:business|working|calendar|full)\s+)?(?:{_UNITS})\b|\b(?:one|two|three|four|five|six|seven|"
+    # "45 minutes", "5 business days", "1,500 operating hours", "7-day"
+    rf"\b\d[\d.,]*\s*(?:-\s*)?(?:[a-z]+\s+)?(?:{_UNITS})\b|\b(?:one|two|three|four|five|six|seven|"
     rf"eight|nine|ten|twelve|thirty|sixty|ninety)\s+(?:{_UNITS})\b",
     re.IGNORECASE,
 )
@@ -32,7 +33,7 @@ _NUMBER = re.compile(
     re.IGNORECASE,
 )
 _EVERY = re.compile(
-    r"\b(?:daily|weekly|monthly|yearly|annually|hourly|nightly)\b|\bevery\s+(?:\d+\s+|other\s+)?"
+    r"\b(?:daily|weekly|monthly|yearly|annually|hourly|nightly)\b|\bevery\s+(?:\d[\d.,]*\s+|other\s+)?(?:[a-z]+\s+)?"
     r"(?:second|minute|hour|day|week|month|quarter|year|night|morning|monday|tuesday|wednesday|"
     r"thursday|friday|saturday|sunday)s?\b",
     re.IGNORECASE,
