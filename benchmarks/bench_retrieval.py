@@ -73,7 +73,10 @@ def collect(args: argparse.Namespace) -> tuple[list[dict[str, Any]], dict[str, d
     rows = []
     for qid, query in dataset.queries.items():
         r = retriever.retrieve(query, None, k=args.depth, fusion="rrf", rrf_k=60)
-        head = r.hits[: args.rerank_depth]
+        live = retriever.retrieve(
+            query, None, k=max(kb.settings.top_k, args.rerank_depth), fusion="rrf", rrf_k=60
+        )
+        head = live.hits[: args.rerank_depth]
         rows.append(
             {
                 "qid": qid,
@@ -81,12 +84,10 @@ def collect(args: argparse.Namespace) -> tuple[list[dict[str, Any]], dict[str, d
                 "dense": r.dense,
                 "X": feature_matrix(query, head),
                 "head_docs": [c2d.get(h.chunk.id, "") for h in head],
-                "tail_docs": documents_by_best_chunk([h.chunk.id for h in r.hits[args.rerank_depth :]], c2d),
+                "tail_docs": documents_by_best_chunk([h.chunk.id for h in r.hits], c2d),
+                "c2d": c2d,
             }
         )
-    rows_c2d = c2d
-    for row in rows:
-        row["c2d"] = rows_c2d
     kb.close()
     return rows, dataset.qrels
 
@@ -172,6 +173,73 @@ def tune(args: argparse.Namespace) -> dict[str, Any]:
     return out
 
 
+def model_features(args: argparse.Namespace) -> dict[str, Any]:
+    """Candidates that need the encoder at query time, on the first --limit-queries queries only:
+    late-interaction MaxSim over the embedder's token vectors, and the best sentence's cosine."""
+    from citeline.chunking import sentence_spans
+    from citeline.eval.metrics import ndcg_at_k
+    from citeline.rerank.learned import FEATURES
+
+    dataset = limit_queries(load_dataset(args.beir, args.split), args.limit_queries)
+    built = open_eval_index(dataset, args.beir)
+    kb, c2d = built.kb, built.chunk_to_doc
+    embedder: Any = kb.embedder
+    retriever = kb.retriever()
+    from citeline.rerank.learned import feature_matrix
+
+    rows: list[dict[str, Any]] = []
+    started = time.perf_counter()
+    for qid, query in dataset.queries.items():
+        r = retriever.retrieve(query, None, k=args.depth, fusion="rrf", rrf_k=60)
+        live = retriever.retrieve(
+            query, None, k=max(kb.settings.top_k, args.rerank_depth), fusion="rrf", rrf_k=60
+        )
+        head = live.hits[: args.rerank_depth]
+        texts = [h.chunk.index_text for h in head]
+        q_tokens = embedder.token_vectors([query])[0]
+        maxsim = [float((q_tokens @ d.T).max(axis=1).mean()) for d in embedder.token_vectors(texts)]
+        q_vec = r.query_vector
+        sent_best = []
+        for h in head:
+            spans = sentence_spans(h.chunk.text, 0, len(h.chunk.text))
+            vecs = embedder.embed([h.chunk.text[a:b] for a, b in spans] or [h.chunk.text])
+            sent_best.append(float((vecs @ q_vec).max()))
+        rows.append(
+            {
+                "qid": qid,
+                "X": feature_matrix(query, head),
+                "maxsim": np.array(maxsim),
+                "sentence": np.array(sent_best),
+                "head_docs": [c2d.get(h.chunk.id, "") for h in head],
+                "tail_docs": documents_by_best_chunk([h.chunk.id for h in r.hits], c2d),
+            }
+        )
+    seconds = time.perf_counter() - started
+    kb.close()
+    qrels = dataset.qrels
+    rrf_col = FEATURES.index("rrf")
+
+    def ndcg(score_fn: Any) -> float:
+        total = 0.0
+        for row in rows:
+            scores = score_fn(row)
+            order = sorted(range(len(scores)), key=lambda i: (-scores[i], i))
+            docs = list(dict.fromkeys([row["head_docs"][i] for i in order] + row["tail_docs"]))
+            total += ndcg_at_k(docs, qrels[row["qid"]], 10)
+        return total / len(rows)
+
+    def z(v: np.ndarray) -> np.ndarray:
+        return (v - v.max()) if len(v) else v
+
+    out: dict[str, Any] = {"queries": len(rows), "seconds_per_query": round(seconds / len(rows), 3)}
+    out["rrf"] = ndcg(lambda row: row["X"][:, rrf_col])
+    for name in ("maxsim", "sentence"):
+        out[f"{name}_alone"] = ndcg(lambda row, n=name: row[n])
+        for wgt in (0.05, 0.1, 0.2, 0.3, 0.5, 1.0):
+            out[f"rrf+{wgt}*{name}"] = ndcg(lambda row, n=name, w=wgt: row["X"][:, rrf_col] + w * z(row[n]))
+    return out
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -185,18 +253,20 @@ def main() -> None:
     parser.add_argument("--rerank-depth", type=int, default=30)
     parser.add_argument("--depth", type=int, default=DEFAULT_DEPTH)
     parser.add_argument("--tune", action="store_true")
+    parser.add_argument("--model-features", action="store_true", help="measure MaxSim and sentence features")
     parser.add_argument("--rounds", type=int, default=4)
     parser.add_argument("--out", type=Path, help="also write the JSON here")
     args = parser.parse_args()
     if not args.beir.is_dir():
         print(f"No dataset at {args.beir}; pass --beir DIR.", file=sys.stderr)
         sys.exit(2)
-    args.split = args.split or ("train" if args.tune else "test")
+    args.split = args.split or ("train" if args.tune or args.model_features else "test")
     if args.reranker is None:
         from citeline.rerank import DEFAULT_RERANKER
 
         args.reranker = DEFAULT_RERANKER
-    data = tune(args) if args.tune else report(args)
+    mode = model_features if args.model_features else tune if args.tune else report
+    data = mode(args)
     text = json.dumps(data, indent=2)
     print(text)
     if args.out:

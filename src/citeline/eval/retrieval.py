@@ -12,15 +12,17 @@ Per-chunk vs per-document scoring
 The product retrieves and reranks *chunks*. A long document can give several chunks; for the
 metrics, which judge *documents*, each stage's chunk ranking is collapsed to documents by their
 best chunk (a document takes the rank of its first chunk in the list, later chunks of the same
-document are dropped). The reranker reorders the top ``rerank_depth`` fused chunks; the rest of the
-fused list follows unchanged, so Recall@100 of the reranked stage is the fused one's plus what
-reranking brought up.
+document are dropped). The metrics of bm25, dense and the fusions come from lists ``depth`` chunks
+deep (enough for Recall@100). The reranker sees what it sees in the product: the top
+``rerank_depth`` chunks of a retrieval made with the product's ``top_k`` per stage; the documents of
+the deep fused list follow, so the reranked stage's Recall@100 stays comparable.
 
 Stages reported: ``bm25`` (FTS5 alone), ``dense`` (vectors alone), ``fused`` (the fusion chosen
 with ``fusion``/``alpha``), ``fused_<other>`` (the other fusion on the same two lists, so both are
 always reported) and ``reranked`` (the reranker over the chosen fusion). Latency is per query and
-per stage as a user of that stage alone would pay it: ``dense`` includes embedding the query,
-``fused`` includes both searches, ``reranked`` includes fusion.
+per stage, measured at the product's depth, as a user of that stage alone would pay it: ``dense``
+includes embedding the query, ``fused`` both searches and resolving the hits, ``reranked`` all of
+that plus reranking.
 """
 
 from __future__ import annotations
@@ -309,44 +311,60 @@ def run_queries(
     progress: Progress | None = None,
     on_query: Callable[[str, str, list[Hit]], None] | None = None,
 ) -> tuple[dict[str, dict[str, list[str]]], dict[str, list[float]]]:
-    """Document runs ({stage: {query id: doc ids}}) and per-query latencies ({stage: [ms]})."""
+    """Document runs ({stage: {query id: doc ids}}) and per-query latencies ({stage: [ms]}).
+
+    Each query is retrieved twice: once ``depth`` deep, for the metrics of the first stages, and
+    once as the product retrieves (``top_k`` per stage, at least ``rerank_depth``), which is what
+    the reranker reorders and what the latencies are measured on. The reranked run is the
+    reranked candidates followed by the deep fused run's other documents, so its Recall@100 is
+    comparable. ``on_query(qid, query, candidates)`` sees the product-depth candidates.
+    """
     if fusion not in FUSIONS:
         raise ValueError(f"fusion must be one of {', '.join(FUSIONS)}, got '{fusion}'")
     other = "convex" if fusion == "rrf" else "rrf"
     retriever = kb.retriever()
     rrf_k = kb.settings.rrf_k
+    product_k = max(kb.settings.top_k, rerank_depth)
     runs: dict[str, dict[str, list[str]]] = {
         s: {} for s in ("bm25", "dense", "fused", f"fused_{other}", "reranked")
     }
     latency: dict[str, list[float]] = {s: [] for s in runs}
     for qid, query in dataset.queries.items():
+        deep = retriever.retrieve(query, None, k=depth, fusion=fusion, rrf_k=rrf_k, alpha=alpha)
+        if other == "convex":
+            alt = convex_combination(dict(deep.lexical), dict(deep.dense), alpha)
+        else:
+            alt = reciprocal_rank_fusion([[c for c, _ in deep.lexical], [c for c, _ in deep.dense]], k=rrf_k)
+        runs["bm25"][qid] = documents_by_best_chunk([c for c, _ in deep.lexical], chunk_to_doc)
+        runs["dense"][qid] = documents_by_best_chunk([c for c, _ in deep.dense], chunk_to_doc)
+        runs["fused"][qid] = documents_by_best_chunk([h.chunk.id for h in deep.hits], chunk_to_doc)
+        runs[f"fused_{other}"][qid] = documents_by_best_chunk([c for c, _ in alt[:depth]], chunk_to_doc)
+
         started = time.perf_counter()
-        retrieval = retriever.retrieve(query, None, k=depth, fusion=fusion, rrf_k=rrf_k, alpha=alpha)
+        live = retriever.retrieve(query, None, k=product_k, fusion=fusion, rrf_k=rrf_k, alpha=alpha)
         total = (time.perf_counter() - started) * 1000
-        t = retrieval.timings_ms
         t0 = time.perf_counter()
         if other == "convex":
-            alt = convex_combination(dict(retrieval.lexical), dict(retrieval.dense), alpha)
+            convex_combination(dict(live.lexical), dict(live.dense), alpha)
         else:
-            alt = reciprocal_rank_fusion(
-                [[c for c, _ in retrieval.lexical], [c for c, _ in retrieval.dense]], k=rrf_k
-            )
+            reciprocal_rank_fusion([[c for c, _ in live.lexical], [c for c, _ in live.dense]], k=rrf_k)
         alt_ms = (time.perf_counter() - t0) * 1000
         t0 = time.perf_counter()
-        reranked = rerank_hits(reranker, query, retrieval.hits, rerank_depth)
+        reranked = rerank_hits(reranker, query, live.hits[:rerank_depth], rerank_depth)
         rerank_ms = (time.perf_counter() - t0) * 1000
-        runs["bm25"][qid] = documents_by_best_chunk([c for c, _ in retrieval.lexical], chunk_to_doc)
-        runs["dense"][qid] = documents_by_best_chunk([c for c, _ in retrieval.dense], chunk_to_doc)
-        runs["fused"][qid] = documents_by_best_chunk([h.chunk.id for h in retrieval.hits], chunk_to_doc)
-        runs[f"fused_{other}"][qid] = documents_by_best_chunk([c for c, _ in alt[:depth]], chunk_to_doc)
-        runs["reranked"][qid] = documents_by_best_chunk([h.chunk.id for h in reranked], chunk_to_doc)
+        runs["reranked"][qid] = list(
+            dict.fromkeys(
+                documents_by_best_chunk([h.chunk.id for h in reranked], chunk_to_doc) + runs["fused"][qid]
+            )
+        )
+        t = live.timings_ms
         latency["bm25"].append(t["bm25"])
         latency["dense"].append(t["embed_query"] + t["dense"])
         latency["fused"].append(total)
         latency[f"fused_{other}"].append(t["embed_query"] + t["bm25"] + t["dense"] + alt_ms)
         latency["reranked"].append(total + rerank_ms)
         if on_query is not None:
-            on_query(qid, query, retrieval.hits)
+            on_query(qid, query, live.hits)
         if progress:
             progress("queries", 1)
     return runs, latency
