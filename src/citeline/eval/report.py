@@ -1,0 +1,503 @@
+"""The answer-evaluation report: one self-contained HTML file (inline CSS and SVG, no scripts, no
+external assets) plus the JSON of the same numbers.
+
+Every string that comes from documents, questions or answers is untrusted and goes through
+:func:`html.escape` (attributes included); nothing is ever inserted as markup.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from datetime import UTC, datetime
+from html import escape
+from pathlib import Path
+from typing import Any
+
+from citeline.eval.answers import STAGES, higher_is_better
+
+GROUPS: tuple[tuple[str, tuple[str, ...]], ...] = (
+    ("Retrieval", ("hit_rate@", "recall@", "context_hit_rate")),
+    ("Answer correctness", ("exact_match", "token_f1", "answer_contains")),
+    ("Citations", ("citation_precision", "citation_recall", "citation_f1")),
+    ("Refusals", ("refusal_precision", "refusal_recall", "refusal_f1", "false_refusal_rate")),
+    ("Faithfulness", ("faithfulness", "judge_support")),
+)
+
+LABELS = {
+    "hit_rate": "Hit rate",
+    "recall": "Recall",
+    "context_hit_rate": "Gold evidence in context",
+    "exact_match": "Exact match",
+    "token_f1": "Token F1",
+    "answer_contains": "Contains a gold answer",
+    "citation_precision": "Citation precision",
+    "citation_recall": "Citation recall",
+    "citation_f1": "Citation F1",
+    "refusal_precision": "Refusal precision",
+    "refusal_recall": "Refusal recall",
+    "refusal_f1": "Refusal F1",
+    "false_refusal_rate": "False-refusal rate",
+    "faithfulness": "Faithfulness (pipeline verifier)",
+    "judge_support": "Judge-rated support",
+}
+
+# What each metric's n counts.
+UNITS = {
+    "citation_precision": "citations",
+    "citation_recall": "evidence",
+    "citation_f1": "questions",
+    "refusal_precision": "refusals",
+    "refusal_recall": "unanswerable",
+    "refusal_f1": "questions",
+    "false_refusal_rate": "answerable",
+    "faithfulness": "sentences",
+    "judge_support": "sentences",
+}
+
+DEFINITIONS = {
+    "hit_rate": "answerable questions with a gold document among the top k retrieved documents",
+    "recall": "mean share of each question's gold documents among the top k retrieved documents",
+    "context_hit_rate": "answerable questions where a gold evidence span reached the generator's passages",
+    "exact_match": "normalised answer text equals a gold answer (refusal = empty answer)",
+    "token_f1": "SQuAD token F1 of the answer text against the best gold answer or the reference",
+    "answer_contains": "the answer contains a gold answer as whole normalised tokens",
+    "citation_precision": "citations whose quoted span overlaps a gold evidence span in the same document",
+    "citation_recall": "gold evidence items overlapped by at least one citation (refusals miss them all)",
+    "citation_f1": "harmonic mean of citation precision and recall",
+    "refusal_precision": "refusals that were on unanswerable questions",
+    "refusal_recall": "unanswerable questions that were refused",
+    "refusal_f1": "harmonic mean of refusal precision and recall",
+    "false_refusal_rate": "answerable questions that were refused (lower is better)",
+    "faithfulness": "generated sentences the pipeline's own verifier marked supported",
+    "judge_support": "shown sentences an independent judge found supported by their citations",
+}
+
+_CSS = """
+:root{--ink:#1d2330;--muted:#5d6677;--line:#dde2ea;--bg:#f6f7fa;--card:#fff;--accent:#2f6fdb;
+--bad:#c2410c;--good:#15803d;--warn:#a16207;--track:#e9edf3}
+*{box-sizing:border-box}
+body{margin:0;font:15px/1.5 system-ui,-apple-system,"Segoe UI",Roboto,"DejaVu Sans",sans-serif;
+color:var(--ink);background:var(--bg)}
+main{max-width:1200px;margin:0 auto;padding:28px 28px 60px}
+h1{font-size:26px;margin:0 0 4px}
+h2{font-size:19px;margin:36px 0 12px;padding-bottom:6px;border-bottom:1px solid var(--line)}
+h3{font-size:15px;margin:18px 0 6px;color:var(--muted);text-transform:uppercase;letter-spacing:.04em}
+.sub{color:var(--muted);margin:0}
+.sub b{color:var(--ink);font-weight:600}
+.cards{display:grid;grid-template-columns:repeat(auto-fill,minmax(170px,1fr));gap:12px;margin-top:20px}
+.card{background:var(--card);border:1px solid var(--line);border-radius:10px;padding:12px 14px}
+.card .k{font-size:12px;color:var(--muted);text-transform:uppercase;letter-spacing:.04em}
+.card .v{font-size:26px;font-weight:650;margin-top:2px}
+.card .d{font-size:12px;color:var(--muted)}
+.panel{background:var(--card);border:1px solid var(--line);border-radius:10px;padding:10px 16px 14px}
+.charts{display:grid;grid-template-columns:repeat(auto-fill,minmax(520px,1fr));gap:14px}
+svg text{font-family:inherit}
+.warn{background:#fff8e6;border:1px solid #f1d48a;border-radius:10px;padding:10px 14px;margin-top:18px}
+.warn li{margin:2px 0}
+table{width:100%;border-collapse:collapse;background:var(--card);font-size:13px}
+th,td{text-align:left;padding:6px 8px;border-bottom:1px solid var(--line);vertical-align:top;
+overflow-wrap:anywhere}
+.tablewrap{overflow-x:auto;border:1px solid var(--line);border-radius:10px}
+td.src{max-width:180px}
+th{position:sticky;top:0;background:#eef1f6;font-weight:600}
+td.num,th.num{text-align:right;font-variant-numeric:tabular-nums;white-space:nowrap}
+td.q{max-width:460px}
+.badge{display:inline-block;border-radius:999px;padding:1px 9px;font-size:12px;font-weight:600;white-space:nowrap}
+.ok{background:#dcfce7;color:#14532d}
+.fail{background:#ffedd5;color:#7c2d12}
+.muted{color:var(--muted)}
+.failure{background:var(--card);border:1px solid var(--line);border-left:4px solid var(--bad);
+border-radius:8px;padding:12px 16px;margin:12px 0}
+.failure .head{display:flex;gap:10px;align-items:baseline;flex-wrap:wrap}
+.failure .id{overflow-wrap:anywhere;font-family:ui-monospace,"DejaVu Sans Mono",monospace;color:var(--muted);font-size:12px}
+.failure dl{display:grid;grid-template-columns:130px 1fr;gap:4px 14px;margin:8px 0 0}
+.failure dt{color:var(--muted);font-size:13px}
+.failure dd{margin:0;overflow-wrap:anywhere}
+blockquote{margin:4px 0;padding:4px 10px;border-left:3px solid var(--line);background:#fafbfc;
+font-size:13.5px;overflow-wrap:anywhere}
+blockquote.good{border-left-color:var(--good)}
+blockquote.badq{border-left-color:var(--bad)}
+.src{font-family:ui-monospace,"DejaVu Sans Mono",monospace;font-size:12px;color:var(--muted)}
+pre{background:#0f172a;color:#e2e8f0;padding:14px;border-radius:8px;overflow:auto;font-size:12px}
+dl.defs{display:grid;grid-template-columns:230px 1fr;gap:4px 16px}
+dl.defs dt{font-weight:600}
+dl.defs dd{margin:0;color:var(--muted)}
+footer{margin-top:40px;color:var(--muted);font-size:12px}
+"""
+
+
+def _e(value: Any) -> str:
+    return escape("" if value is None else str(value), quote=True)
+
+
+def _pct(value: float | None, digits: int = 1) -> str:
+    return "n/a" if value is None else f"{100 * value:.{digits}f}%"
+
+
+def _num(value: float | None, digits: int = 3) -> str:
+    return "n/a" if value is None else f"{value:.{digits}f}"
+
+
+def metric_label(name: str) -> str:
+    base, _, cut = name.partition("@")
+    label = LABELS.get(base, name)
+    return f"{label} @{cut}" if cut else label
+
+
+def _group_metrics(metrics: Mapping[str, Any]) -> list[tuple[str, list[str]]]:
+    groups: list[tuple[str, list[str]]] = []
+    seen: set[str] = set()
+    for title, prefixes in GROUPS:
+        names = [m for p in prefixes for m in metrics if (m.startswith(p) if p.endswith("@") else m == p)]
+        seen.update(names)
+        if names:
+            groups.append((title, names))
+    rest = [m for m in metrics if m not in seen]
+    if rest:
+        groups.append(("Other", rest))
+    return groups
+
+
+def bar_chart(
+    names: Sequence[str],
+    values: Mapping[str, float | None],
+    counts: Mapping[str, int] | None = None,
+    baseline: Mapping[str, float | None] | None = None,
+    notes: Mapping[str, str] | None = None,
+) -> str:
+    """An inline SVG of horizontal bars on a 0..1 scale, one per metric, with an optional baseline tick."""
+    label_w, track_w, value_w, row_h, top = 200, 230, 170, 30, 8
+    width = label_w + track_w + value_w
+    height = top + row_h * len(names) + 18
+    parts = [
+        f'<svg xmlns="http://www.w3.org/2000/svg" width="100%" viewBox="0 0 {width} {height}" '
+        f'style="max-width:{width}px" role="img" aria-label="metric bar chart">'
+    ]
+    for frac in (0.0, 0.5, 1.0):
+        x = label_w + frac * track_w
+        parts.append(
+            f'<line x1="{x:.1f}" y1="{top}" x2="{x:.1f}" y2="{height - 16}" stroke="#dde2ea" stroke-width="1"/>'
+            f'<text x="{x:.1f}" y="{height - 3}" font-size="10" fill="#5d6677" text-anchor="middle">{frac:g}</text>'
+        )
+    for i, name in enumerate(names):
+        y = top + i * row_h
+        value = values.get(name)
+        lower_better = higher_is_better(name) is False
+        colour = "#c2410c" if lower_better else "#2f6fdb"
+        parts.append(
+            f'<text x="{label_w - 10}" y="{y + 19}" font-size="12.5" fill="#1d2330" text-anchor="end">'
+            f"{_e(metric_label(name))}</text>"
+            f'<rect x="{label_w}" y="{y + 7}" width="{track_w}" height="16" rx="3" fill="#e9edf3"/>'
+        )
+        if value is not None:
+            w = max(0.0, min(1.0, float(value))) * track_w
+            parts.append(
+                f'<rect x="{label_w}" y="{y + 7}" width="{w:.1f}" height="16" rx="3" fill="{colour}"/>'
+            )
+        text = _num(value) if value is not None else "n/a"
+        old = baseline.get(name) if baseline else None
+        if counts and counts.get(name) is not None and value is not None and old is None:
+            text += f"  ({counts[name]} {UNITS.get(name.split('@')[0], 'questions')})"
+        if value is None and notes and notes.get(name):
+            text = "n/a (see note)"
+        if old is not None:
+            bx = label_w + max(0.0, min(1.0, float(old))) * track_w
+            parts.append(
+                f'<line x1="{bx:.1f}" y1="{y + 3}" x2="{bx:.1f}" y2="{y + 27}" stroke="#111827" '
+                f'stroke-width="2"><title>baseline {old:.3f}</title></line>'
+            )
+            if value is not None:
+                delta = float(value) - float(old)
+                good = (delta >= 0) != lower_better or abs(delta) < 1e-12
+                text += f"  {delta:+.3f}"
+                colour_text = "#15803d" if good else "#c2410c"
+                parts.append(
+                    f'<text x="{label_w + track_w + 8}" y="{y + 19}" font-size="12" fill="{colour_text}">'
+                    f"{_e(text)}</text>"
+                )
+                continue
+        parts.append(
+            f'<text x="{label_w + track_w + 8}" y="{y + 19}" font-size="12" fill="#1d2330">{_e(text)}</text>'
+        )
+    parts.append("</svg>")
+    return "".join(parts)
+
+
+def stage_chart(failures: Mapping[str, int], total: int) -> str:
+    """An inline SVG of how many questions failed at each stage."""
+    names = [s for s in STAGES if s != "error" or failures.get("error")]
+    label_w, track_w, row_h, top = 250, 330, 28, 6
+    width, height = label_w + track_w + 110, top + row_h * len(names) + 4
+    most = max([failures.get(s, 0) for s in names] + [1])
+    parts = [
+        f'<svg xmlns="http://www.w3.org/2000/svg" width="100%" viewBox="0 0 {width} {height}" '
+        f'style="max-width:{width}px" role="img" aria-label="failures by stage">'
+    ]
+    for i, stage in enumerate(names):
+        y = top + i * row_h
+        count = failures.get(stage, 0)
+        w = count / most * track_w
+        share = f"{count}  ({100 * count / total:.0f}%)" if total else str(count)
+        parts.append(
+            f'<text x="{label_w - 10}" y="{y + 18}" font-size="12.5" fill="#1d2330" text-anchor="end">'
+            f"{_e(STAGES[stage])}</text>"
+            f'<rect x="{label_w}" y="{y + 6}" width="{track_w}" height="16" rx="3" fill="#e9edf3"/>'
+            f'<rect x="{label_w}" y="{y + 6}" width="{w:.1f}" height="16" rx="3" fill="#c2410c"/>'
+            f'<text x="{label_w + track_w + 8}" y="{y + 18}" font-size="12" fill="#1d2330">{_e(share)}</text>'
+        )
+    parts.append("</svg>")
+    return "".join(parts)
+
+
+def _cards(report: Mapping[str, Any]) -> str:
+    m, c, lat, cost = report["metrics"], report["counts"], report["latency_ms"], report["cost"]
+    tokens = cost.get("prompt_tokens")
+    cards = [
+        ("Questions", str(c["questions"]), f"{c['answerable']} answerable, {c['unanswerable']} unanswerable"),
+        ("Failures", str(c["failures"]), f"{c['answered']} answered, {c['refused']} refused"),
+        ("Citation precision", _pct(m.get("citation_precision")), f"recall {_pct(m.get('citation_recall'))}"),
+        ("Refusal recall", _pct(m.get("refusal_recall")), f"precision {_pct(m.get('refusal_precision'))}"),
+        ("False refusals", _pct(m.get("false_refusal_rate")), "of answerable questions"),
+        ("Faithfulness", _pct(m.get("faithfulness")), f"verifier: {report.get('pipeline_verifier')}"),
+        (
+            "Latency p50",
+            "n/a" if lat.get("p50") is None else f"{lat['p50']:.0f} ms",
+            "p95 n/a" if lat.get("p95") is None else f"p95 {lat['p95']:.0f} ms",
+        ),
+        (
+            "Tokens",
+            "n/a" if tokens is None else f"{tokens + (cost.get('completion_tokens') or 0):,}",
+            "no token counts"
+            if tokens is None
+            else f"{tokens:,} prompt, {cost['completion_tokens']:,} completion",
+        ),
+    ]
+    return (
+        '<section class="cards">'
+        + "".join(
+            f'<div class="card"><div class="k">{_e(k)}</div><div class="v">{_e(v)}</div><div class="d">{_e(d)}</div></div>'
+            for k, v, d in cards
+        )
+        + "</section>"
+    )
+
+
+def _evidence_html(row: Mapping[str, Any]) -> str:
+    items = row.get("gold_evidence") or []
+    if not items:
+        return (
+            '<span class="muted">none (the expected output is the refusal)</span>'
+            if not row["answerable"]
+            else ('<span class="muted">none given</span>')
+        )
+    out = []
+    for e in items:
+        where = e["source"] + (f", page {e['page']}" if e.get("page") else "")
+        note = f" · {e['note']}" if e.get("note") else ""
+        quote = e.get("quote") or "(the whole document or page)"
+        out.append(
+            f'<blockquote class="good"><div class="src">{_e(where)}{_e(note)}</div>{_e(quote)}</blockquote>'
+        )
+    return "".join(out)
+
+
+def _citations_html(row: Mapping[str, Any]) -> str:
+    cits = row.get("citations") or []
+    if not cits:
+        return '<span class="muted">none</span>'
+    out = []
+    for c in cits:
+        cls = {True: "good", False: "badq"}.get(c.get("correct"), "")
+        verdict = {True: "overlaps gold", False: "no gold overlap", None: ""}[c.get("correct")]
+        where = f"[{c['n']}] {c['source']}" + (f", page {c['page']}" if c.get("page") else "")
+        where += f" · chars {c['span'][0]}–{c['span'][1]}" + (f" · {verdict}" if verdict else "")
+        out.append(
+            f'<blockquote class="{cls}"><div class="src">{_e(where)}</div>{_e(c.get("quote"))}</blockquote>'
+        )
+    return "".join(out)
+
+
+def _failure_html(row: Mapping[str, Any]) -> str:
+    stage = row.get("stage") or ""
+    expected = row.get("expected")
+    if isinstance(expected, list):
+        expected = " | ".join(expected)
+    retrieved = (row.get("retrieval") or {}).get("top_documents") or []
+    answer = row.get("answer") if row.get("error") is None else f"error: {row['error']}"
+    reason = row.get("refusal_reason")
+    parts = [
+        '<article class="failure">',
+        f'<div class="head"><span class="badge fail">{_e(STAGES.get(stage, stage))}</span>'
+        f'<span class="id">{_e(row["id"])}</span>'
+        f'<span class="muted">{"answerable" if row["answerable"] else "unanswerable"}</span></div>',
+        "<dl>",
+        f"<dt>Question</dt><dd>{_e(row['question'])}</dd>",
+        f"<dt>Answer</dt><dd>{_e(answer)}"
+        + (f' <span class="muted">({_e(reason)})</span>' if reason else "")
+        + "</dd>",
+    ]
+    if expected:
+        parts.append(f"<dt>Expected</dt><dd>{_e(expected)}</dd>")
+    parts.append(f"<dt>Cited quotes</dt><dd>{_citations_html(row)}</dd>")
+    parts.append(f"<dt>Gold evidence</dt><dd>{_evidence_html(row)}</dd>")
+    if retrieved:
+        parts.append(
+            "<dt>Top documents</dt><dd>"
+            + "<br>".join(f'<span class="src">{_e(s)}</span>' for s in retrieved)
+            + "</dd>"
+        )
+    parts.append("</dl></article>")
+    return "".join(parts)
+
+
+def _row_html(row: Mapping[str, Any]) -> str:
+    stage = row.get("stage")
+    badge = (
+        f'<span class="badge fail">{_e(STAGES.get(stage, stage))}</span>'
+        if stage
+        else '<span class="badge ok">ok</span>'
+    )
+    corr = row.get("correctness") or {}
+    outcome = "error" if row.get("error") else ("refused" if row.get("refused") else "answered")
+    question = row["question"]
+    short = question if len(question) <= 160 else question[:157] + "…"
+    return (
+        f"<tr><td class='src'>{_e(row['id'])}</td><td class='q' title=\"{_e(question)}\">{_e(short)}</td>"
+        f"<td>{'answerable' if row['answerable'] else 'unanswerable'}</td><td>{outcome}</td><td>{badge}</td>"
+        f"<td class='num'>{_num(corr.get('token_f1'), 2)}</td>"
+        f"<td class='num'>{_num(corr.get('contains'), 0)}</td>"
+        f"<td class='num'>{_num(row.get('citation_precision'), 2)}</td>"
+        f"<td class='num'>{_num(row.get('citation_recall'), 2)}</td>"
+        f"<td class='num'>{row.get('latency_ms', 0):.0f}</td></tr>"
+    )
+
+
+def summary_json(report: Mapping[str, Any]) -> dict[str, Any]:
+    """The report's numbers without the per-question rows."""
+    return {k: v for k, v in report.items() if k != "rows"}
+
+
+def render_html(
+    report: Mapping[str, Any], baseline: Mapping[str, Any] | None = None, max_failures: int = 300
+) -> str:
+    """The whole report as one HTML document (no scripts, no external assets)."""
+    metrics: Mapping[str, Any] = report["metrics"]
+    counts_n: Mapping[str, int] = report.get("n", {})
+    judge = report.get("judge") or {}
+    notes = {"judge_support": judge.get("reason") or ""} if judge.get("reason") else {}
+    base_metrics = baseline.get("metrics") if baseline else None
+    title = f"Answer quality: {report.get('dataset') or 'golden set'}"
+    generated = report.get("generated_at") or datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC")
+    settings = report.get("settings", {})
+    sub = (
+        f"generator <b>{_e(report.get('generator'))}</b> · verifier <b>{_e(report.get('pipeline_verifier'))}</b>"
+        f" · judge <b>{_e(report.get('judge_name') or 'none')}</b> · embedder <b>{_e(settings.get('embedder'))}</b>"
+        f" · reranker <b>{_e(settings.get('reranker'))}</b> · k = {_e(report.get('k'))}"
+        f" · {_e(report.get('documents'))} documents · {_e(generated)}"
+    )
+    if baseline is not None:
+        sub += f" · compared with baseline <b>{_e(baseline.get('dataset') or '')}</b> (black ticks)"
+    body = [
+        "<!doctype html>",
+        '<html lang="en"><head><meta charset="utf-8">',
+        '<meta name="viewport" content="width=device-width, initial-scale=1">',
+        f"<title>{_e(title)}</title><style>{_CSS}</style></head><body><main>",
+        f"<header><h1>{_e(title)}</h1><p class='sub'>{sub}</p></header>",
+        _cards(report),
+    ]
+    warnings = list(report.get("warnings") or [])
+    if report["counts"].get("refusal_text_errors"):
+        warnings.insert(
+            0, f"{report['counts']['refusal_text_errors']} refusals did not use the exact refusal text"
+        )
+    dataset_notes = report.get("dataset_notes")
+    if warnings:
+        shown = warnings[:20]
+        more = f"<li>… and {len(warnings) - 20} more (see the JSON)</li>" if len(warnings) > 20 else ""
+        body.append(
+            "<div class='warn'><b>Warnings</b><ul>"
+            + "".join(f"<li>{_e(w)}</li>" for w in shown)
+            + more
+            + "</ul></div>"
+        )
+    body.append("<h2>Metrics</h2><div class='charts'>")
+    for group, names in _group_metrics(metrics):
+        body.append(
+            f"<div class='panel'><h3>{_e(group)}</h3>"
+            + bar_chart(names, metrics, counts_n, base_metrics, notes)
+            + "</div>"
+        )
+    body.append("</div>")
+    if judge.get("reason"):
+        body.append(
+            f"<p class='muted'>Judge-rated support: n/a ({_e(judge['reason'])}). "
+            f"Pipeline verifier: {_e(judge.get('pipeline_verifier'))}.</p>"
+        )
+    failures: Mapping[str, int] = report.get("failures", {})
+    total = report["counts"]["questions"]
+    body.append(
+        "<h2>Where questions failed</h2><div class='panel'>" + stage_chart(failures, total) + "</div>"
+    )
+    order = {stage: i for i, stage in enumerate(STAGES)}
+    failed = sorted(
+        (r for r in report.get("rows", []) if r.get("stage")), key=lambda r: order.get(r["stage"], len(order))
+    )
+    body.append(f"<h2>Failures ({len(failed)})</h2>")
+    if not failed:
+        body.append("<p class='muted'>No question failed.</p>")
+    for row in failed[:max_failures]:
+        body.append(_failure_html(row))
+    if len(failed) > max_failures:
+        body.append(
+            f"<p class='muted'>{len(failed) - max_failures} more failures are in the table below and the JSON.</p>"
+        )
+    body.append(
+        "<h2>All questions</h2><div class='tablewrap'><table><thead><tr><th>id</th><th>question</th><th>expected</th><th>outcome</th>"
+        "<th>stage</th><th class='num'>F1</th><th class='num'>contains</th><th class='num'>cit. P</th>"
+        "<th class='num'>cit. R</th><th class='num'>ms</th></tr></thead><tbody>"
+    )
+    body.extend(_row_html(r) for r in report.get("rows", []))
+    body.append("</tbody></table></div>")
+    body.append("<h2>How to read this</h2><dl class='defs'>")
+    for key, text in DEFINITIONS.items():
+        body.append(f"<dt>{_e(LABELS[key])}</dt><dd>{_e(text)}</dd>")
+    for stage, label in STAGES.items():
+        body.append(f"<dt>Stage: {_e(label)}</dt><dd>{_e(_STAGE_HELP.get(stage, ''))}</dd>")
+    body.append("</dl>")
+    if dataset_notes:
+        body.append(
+            "<h2>Dataset</h2><pre>" + _e(json.dumps(dataset_notes, indent=2, ensure_ascii=False)) + "</pre>"
+        )
+    body.append(
+        "<details><summary>The numbers as JSON</summary><pre>"
+        + _e(json.dumps(summary_json(report), indent=2, ensure_ascii=False, default=str))
+        + "</pre></details>"
+    )
+    body.append("<footer>citeline eval answers · self-contained report</footer></main></body></html>")
+    return "\n".join(body)
+
+
+_STAGE_HELP = {
+    "not_retrieved": "no retrieved chunk overlaps any gold evidence span",
+    "not_in_context": "a retrieved chunk held the evidence, but it was not among the passages given to the generator",
+    "refused_wrongly": "the evidence reached the generator and the pipeline refused anyway",
+    "cited_wrongly": "answered, but no citation overlaps a gold evidence span",
+    "answered_should_refuse": "the documents do not hold the answer and the pipeline answered anyway",
+    "error": "asking raised an error (shown as the answer)",
+}
+
+
+def write_reports(
+    report: Mapping[str, Any],
+    json_path: str | Path | None = None,
+    html_path: str | Path | None = None,
+    baseline: Mapping[str, Any] | None = None,
+) -> None:
+    """Write the JSON (the full report, rows included) and/or the HTML report."""
+    if json_path is not None:
+        Path(json_path).write_text(
+            json.dumps(report, indent=2, ensure_ascii=False, default=str) + "\n", encoding="utf-8"
+        )
+    if html_path is not None:
+        Path(html_path).write_text(render_html(report, baseline), encoding="utf-8")
