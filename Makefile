@@ -39,7 +39,7 @@ lint: $(STAMP)
 
 # Re-pin dependencies (with hashes) after editing pyproject.toml.
 lock: $(STAMP)
-	$(BIN)/pip-compile -q --extra dev --extra openai --extra anthropic --extra llamacpp --generate-hashes \
+	$(BIN)/pip-compile -q --extra dev --extra openai --extra anthropic --extra llamacpp --extra local-llm --generate-hashes \
 		--strip-extras --allow-unsafe -o requirements.lock pyproject.toml
 
 clean:
