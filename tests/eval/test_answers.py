@@ -497,3 +497,33 @@ def test_cli_answers_writes_reports_and_gates_on_a_baseline(docs_dir: Path, tmp_
 def test_cli_answers_needs_a_golden_set_or_a_dataset() -> None:
     result = CliRunner().invoke(answers_command, [])
     assert result.exit_code == 2 and "GOLDEN.jsonl" in result.output
+
+
+def test_scope_asks_over_one_folder_of_the_documents(docs_dir: Path, tmp_path: Path) -> None:
+    tree = tmp_path / "tree"
+    (tree / "a").mkdir(parents=True)
+    (tree / "b").mkdir()
+    (docs_dir / "alpha.md").rename(tree / "a" / "alpha.md")
+    (docs_dir / "notes.txt").rename(tree / "b" / "notes.txt")
+    question = {
+        "question": "How many jobs can the alpha queue hold?",
+        "answerable": True,
+        "answers": ["900 jobs"],
+    }
+    rows = [
+        {
+            **question,
+            "id": "in-scope",
+            "scope": "a",
+            "evidence": [{"source": "a/alpha.md", "quote": "900 jobs"}],
+        },
+        {**question, "id": "out-of-scope", "scope": "b", "answerable": False},
+        {**question, "id": "empty-scope", "scope": "nowhere", "answerable": False},
+    ]
+    with citeline.open(tmp_path / "idx") as kb:
+        kb.add([tree])
+        report = evaluate_answers(kb, rows, docs_root=tree)
+    inside, outside, empty = report["rows"]
+    assert not inside["refused"] and all("alpha.md" in c["source"] for c in inside["citations"])
+    assert outside["refused"] and empty["refused"]
+    assert report["warnings"] == ["empty-scope: scope 'nowhere' holds no indexed document"]

@@ -10,6 +10,7 @@ A golden set is a JSONL file, one question per line::
      "answers": ["45 minutes"],              # expected answer strings (any one may match) ...
      "reference": "It is valid for 45 minutes.",   # ... or one reference answer instead
      "evidence": [{"source": "guides/install.md", "page": null, "quote": "valid for 45 minutes"}],
+     "scope": "q019",                        # optional: ask over the documents under this folder only
      "meta": {...}}                          # optional, free-form, copied to the report
 
 * ``answerable`` says whether the documents hold the answer. For ``false`` the expected output is
@@ -22,6 +23,9 @@ A golden set is a JSONL file, one question per line::
   quote the gold span is the whole page (with ``page``) or the whole document. Every occurrence of
   the quote counts. **Chunk ids are not accepted**: they change whenever chunking does, so gold
   evidence is matched by span overlap, never by chunk identity.
+* ``scope`` (optional) is a folder relative to the documents folder: the question is asked with a
+  source-prefix filter so that only the documents under it are searched (a per-question context,
+  as in RGB's protocol, inside one shared index).
 
 Metric definitions (all in [0, 1] unless noted; ``None`` when the denominator is empty)
 -------------------------------------------------------------------------------------
@@ -75,6 +79,7 @@ gold span), ``answered_should_refuse`` (an unanswerable question got an answer);
 from __future__ import annotations
 
 import math
+import os
 import re
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -95,6 +100,7 @@ from citeline.eval.metrics import (
     token_f1,
 )
 from citeline.models import REFUSAL, Answer
+from citeline.retrieval.filters import Filter
 
 if TYPE_CHECKING:
     from citeline.answer.verify import Verifier
@@ -166,6 +172,9 @@ def validate_row(row: Mapping[str, Any], where: str = "") -> dict[str, Any]:
     reference = row.get("reference")
     if reference is not None and not isinstance(reference, str):
         raise GoldenFormatError(f"{label}: 'reference' must be a string.")
+    scope = row.get("scope")
+    if scope is not None and (not isinstance(scope, str) or not scope.strip("/\\ ")):
+        raise GoldenFormatError(f"{label}: 'scope' must be a folder path (relative to the documents folder).")
     evidence = row.get("evidence") or []
     if not isinstance(evidence, list):
         raise GoldenFormatError(f"{label}: 'evidence' must be a list.")
@@ -337,6 +346,22 @@ class DocumentResolver:
         wanted = "/" + source.replace("\\", "/").lstrip("./")
         matches = [d for d in self.docs if d.source.replace("\\", "/").endswith(wanted)]
         return matches[0].id if len(matches) == 1 else None
+
+    def scope_filter(self, scope: str | None) -> tuple[Filter | None, str]:
+        """A source-prefix filter for the documents under folder `scope`, and a note if none is there."""
+        if scope is None:
+            return None, ""
+        base = self.docs_root if self.docs_root is not None else Path.cwd()
+        folder = (base / scope).resolve()
+        for d in self.docs:
+            path = Path(str(d.metadata.get("path", "")))
+            if folder in path.parents:
+                rel = str(path.relative_to(folder))
+                if d.source.endswith(rel):
+                    prefix = d.source[: len(d.source) - len(rel)]
+                    return Filter(source_prefix=prefix), ""
+        # Nothing indexed there: the folder's own prefix matches no document, so the question sees nothing.
+        return Filter(source_prefix=str(folder) + os.sep), f"scope {scope!r} holds no indexed document"
 
     def resolve(self, evidence: Mapping[str, Any]) -> GoldEvidence:
         source, page, quote = evidence["source"], evidence.get("page"), evidence.get("quote")
@@ -768,12 +793,16 @@ def evaluate_answers(
     verifier_name = str(getattr(kb.verifier, "name", type(kb.verifier).__name__))
     judge_name = None if judge is None else str(getattr(judge, "name", type(judge).__name__))
     scored: list[dict[str, Any]] = []
+    scope_warnings: list[str] = []
     generator_name: str | None = None
     for i, g in enumerate(rows_in):
         gold = [resolver.resolve(e) for e in g["evidence"]]
+        flt, scope_note = resolver.scope_filter(g.get("scope"))
+        if scope_note:
+            scope_warnings.append(f"{g['id']}: {scope_note}")
         started = time.perf_counter()
         try:
-            answer = kb.ask(g["question"])
+            answer = kb.ask(g["question"], flt)
         except CitelineError as exc:
             latency = (time.perf_counter() - started) * 1000
             scored.append(score_question(Observation(g, None, gold, latency_ms=latency, error=str(exc)), k))
@@ -789,7 +818,7 @@ def evaluate_answers(
         else:
             answerer = kb.answerer()
             question = answerer.check_question(g["question"])
-            retrieval = kb.retrieve(question)
+            retrieval = kb.retrieve(question, flt)
             candidates = _hits(retrieval.hits)
             context = _hits(answerer.context(retrieval, {}))
             tokens = None
@@ -811,7 +840,7 @@ def evaluate_answers(
             progress(i + 1, len(rows_in))
     summary = summarize(scored, k, judge_name=judge_name, pipeline_verifier=verifier_name)
     s = kb.settings
-    warnings = [
+    warnings = scope_warnings + [
         f"{r['id']}: evidence in {e['source']}: {e['note']}"
         for r in scored
         for e in r["gold_evidence"]
