@@ -59,10 +59,13 @@ def test_evidence_html_becomes_markdown_and_a_quote() -> None:
 def test_rgb_writes_only_negative_snippets_without_any_answer(tmp_path: Path) -> None:
     data = rgb(shared_dataset("rgb"), tmp_path, limit=8, seed=13)
     assert len(data.rows) == 8 and not any(r["answerable"] for r in data.rows)
-    answers = [a for r in data.rows for a in r["meta"]["rgb_answer"]]
-    files = sorted(data.docs_dir.glob("*.md"))
+    files = sorted(data.docs_dir.glob("*/*.md"))
     assert len(files) == data.notes["documents"] > 0
-    assert not any(contains_any(f.read_text(encoding="utf-8"), answers) for f in files)
+    for row in data.rows:  # each question has its own folder of snippets, none holding its answer
+        own = list((data.docs_dir / row["scope"]).glob("*.md"))
+        assert own and not any(
+            contains_any(f.read_text(encoding="utf-8"), row["meta"]["rgb_answer"]) for f in own
+        )
     again = rgb(shared_dataset("rgb"), tmp_path / "again", limit=8, seed=13)
     assert [r["id"] for r in again.rows] == [r["id"] for r in data.rows]
 
@@ -117,9 +120,10 @@ def test_rgb_negative_rejection_end_to_end(tmp_path: Path) -> None:
     # Every question is unanswerable: no answer-side metric applies, refusal recall does.
     assert m["citation_precision"] is None and m["false_refusal_rate"] is None
     assert m["refusal_recall"] is not None
-    # Floor: the offline default refuses 2 of these 8 (see the report); RGB's "negative" snippets
-    # often carry a near-answer ("released May 2012"), which the extractive generator quotes.
-    assert m["refusal_recall"] >= 0.25
+    # Floor: the offline default refuses 4 of these 8 (0.5); one question of slack because int8
+    # kernels differ slightly across CPUs. RGB's "negative" snippets often carry a near-answer
+    # ("released May 2012"), which the extractive generator quotes.
+    assert m["refusal_recall"] >= 0.375
     assert m["refusal_precision"] == 1.0  # nothing answerable to refuse wrongly
 
 

@@ -8,9 +8,10 @@ a seeded ``random.random()`` stream over sorted ids and each gets its share of t
 same (limit, seed) always gives the same questions and the same sub-corpus.
 
 * **rgb**: RGB ``en_fact.json``, negative-rejection protocol. Only the ``negative`` snippets are
-  written (one Markdown file per snippet); every question expects the refusal. The chosen
-  questions share one index, so a snippet that contains *any* chosen question's gold answer is
-  left out (counted in ``notes``) to keep every question truly unanswerable.
+  written, one Markdown file per snippet in a folder per question (``q019/neg1.md``); every
+  question expects the refusal and is asked over its own folder only (the row's ``scope``), as
+  RGB gives each question its own snippets. A "negative" snippet that contains the question's
+  own gold answer (RGB has a few) is left out and counted in ``notes``.
 * **conditionalqa**: ConditionalQA ships no page text (``documents.json`` is missing). Each
   gov.uk page of the split is rebuilt from the evidence sentences that the split's questions
   cite (HTML turned into Markdown: headings, paragraphs, list items, table rows as ``a | b``),
@@ -147,11 +148,13 @@ def rgb(
     chosen = stratified({"all": records}, limit, seed, key=lambda r: f"{int(r['id']):06d}")["all"]
     chosen.sort(key=lambda r: int(r["id"]))
     docs = _fresh_docs(work_dir)
-    answers = [a for r in chosen for a in _flatten(r["answer"])]
     written = dropped = 0
     rows = []
     for r in chosen:
         qid = int(r["id"])
+        folder = docs / f"q{qid:03d}"
+        folder.mkdir()
+        answers = _flatten(r["answer"])
         for j, snippet in enumerate(r.get("negative") or [], 1):
             text = " ".join(str(snippet).split())
             if not text:
@@ -159,9 +162,7 @@ def rgb(
             if contains_any(text, answers):
                 dropped += 1
                 continue
-            (docs / f"q{qid:03d}-neg{j}.md").write_text(
-                _markdown("Web search result", text), encoding="utf-8"
-            )
+            (folder / f"neg{j}.md").write_text(_markdown("Web search result", text), encoding="utf-8")
             written += 1
         rows.append(
             {
@@ -170,14 +171,15 @@ def rgb(
                 "answerable": False,
                 "answers": [],
                 "evidence": [],
-                "meta": {"stratum": "negative_rejection", "rgb_answer": _flatten(r["answer"])},
+                "scope": folder.name,
+                "meta": {"stratum": "negative_rejection", "rgb_answer": answers},
             }
         )
     notes = {
-        "protocol": "negative rejection (negative snippets only)",
+        "protocol": "negative rejection: each question over its own negative snippets only",
         "questions": len(rows),
         "documents": written,
-        "snippets_dropped_for_containing_an_answer": dropped,
+        "snippets_dropped_for_containing_the_answer": dropped,
     }
     return AdaptedDataset("rgb", docs, rows, notes)
 
@@ -461,13 +463,14 @@ def evaluate_dataset(
         shutil.rmtree(index)
     with open_kb(index, generator=generator) as kb:
         started = time.perf_counter()
-        current = {str(p.resolve()) for p in adapted.docs_dir.iterdir()}
-        stale = [d.source for d in kb.store.documents() if d.metadata.get("path") not in current]
-        if stale:
-            kb.remove(stale)
         report = kb.add([adapted.docs_dir])
         if report.failed:
             raise RuntimeError(f"{name}: could not index {report.failed[:3]}")
+        # Documents of an earlier slice go after the add, so their cached vectors could be reused.
+        current = {str(p.resolve()) for p in adapted.docs_dir.rglob("*.md")}
+        stale = [d.source for d in kb.store.documents() if d.metadata.get("path") not in current]
+        if stale:
+            kb.remove(stale)
         indexing_s = time.perf_counter() - started
         result = evaluate_answers(
             kb, adapted.rows, k, docs_root=adapted.docs_dir, dataset=name, progress=progress
