@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 
 from citeline.eval.answers import GoldEvidence, Observation, Retrieved, score_question, summarize
-from citeline.eval.report import render_html, write_reports
+from citeline.eval.report import common_root, render_html, write_reports
 from citeline.models import REFUSAL, Answer, AnswerSentence, Citation
 from datasets import in_ci
 
@@ -186,3 +186,16 @@ def test_the_console_check_catches_page_errors(tmp_path: Path) -> None:
     bad.write_text("<!doctype html><html><body><script>notDefined()</script></body></html>", encoding="utf-8")
     run = _run(bad, tmp_path, f"--screenshot={tmp_path / 'bad.png'}", "--window-size=400,300")
     assert any("Uncaught" in line for line in _page_problems(run.stderr)), run.stderr[-2000:]
+
+
+def test_paths_are_shown_relative_to_their_common_folder() -> None:
+    rows = [
+        {
+            "citations": [{"source": "/data/docs/a/x.md"}],
+            "retrieval": {"top_documents": ["/data/docs/b/y.md"]},
+        },
+        {"citations": [], "retrieval": None},
+    ]
+    assert common_root(rows) == "/data/docs/"
+    assert common_root([*rows[:1], {"citations": [{"source": "/data/docs/a/x.md"}]}]) == "/data/docs/"
+    assert common_root([{"citations": [{"source": "x.md"}]}]) == ""

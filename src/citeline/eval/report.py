@@ -302,7 +302,28 @@ def _evidence_html(row: Mapping[str, Any]) -> str:
     return "".join(out)
 
 
-def _citations_html(row: Mapping[str, Any]) -> str:
+def common_root(rows: Sequence[Mapping[str, Any]]) -> str:
+    """The folder that every cited or retrieved source shares (shown once, not on every line)."""
+    import os
+
+    sources: list[str] = [str(c["source"]) for r in rows for c in r.get("citations") or []]
+    sources += [str(s) for r in rows for s in (r.get("retrieval") or {}).get("top_documents") or []]
+    if len(sources) < 2:
+        return ""
+    try:
+        root = os.path.commonpath(sources)
+    except ValueError:  # mixed absolute and relative paths
+        return ""
+    if not root or root in sources:
+        return ""
+    return root if root.endswith(os.sep) else root + os.sep
+
+
+def _short(source: str, root: str) -> str:
+    return source[len(root) :] if root and source.startswith(root) else source
+
+
+def _citations_html(row: Mapping[str, Any], root: str = "") -> str:
     cits = row.get("citations") or []
     if not cits:
         return '<span class="muted">none</span>'
@@ -310,7 +331,7 @@ def _citations_html(row: Mapping[str, Any]) -> str:
     for c in cits:
         cls = {True: "good", False: "badq"}.get(c.get("correct"), "")
         verdict = {True: "overlaps gold", False: "no gold overlap", None: ""}[c.get("correct")]
-        where = f"[{c['n']}] {c['source']}" + (f", page {c['page']}" if c.get("page") else "")
+        where = f"[{c['n']}] {_short(c['source'], root)}" + (f", page {c['page']}" if c.get("page") else "")
         where += f" · chars {c['span'][0]}–{c['span'][1]}" + (f" · {verdict}" if verdict else "")
         out.append(
             f'<blockquote class="{cls}"><div class="src">{_e(where)}</div>{_e(c.get("quote"))}</blockquote>'
@@ -318,7 +339,7 @@ def _citations_html(row: Mapping[str, Any]) -> str:
     return "".join(out)
 
 
-def _failure_html(row: Mapping[str, Any]) -> str:
+def _failure_html(row: Mapping[str, Any], root: str = "") -> str:
     stage = row.get("stage") or ""
     expected = row.get("expected")
     if isinstance(expected, list):
@@ -339,12 +360,12 @@ def _failure_html(row: Mapping[str, Any]) -> str:
     ]
     if expected:
         parts.append(f"<dt>Expected</dt><dd>{_e(expected)}</dd>")
-    parts.append(f"<dt>Cited quotes</dt><dd>{_citations_html(row)}</dd>")
+    parts.append(f"<dt>Cited quotes</dt><dd>{_citations_html(row, root)}</dd>")
     parts.append(f"<dt>Gold evidence</dt><dd>{_evidence_html(row)}</dd>")
     if retrieved:
         parts.append(
             "<dt>Top documents</dt><dd>"
-            + "<br>".join(f'<span class="src">{_e(s)}</span>' for s in retrieved)
+            + "<br>".join(f'<span class="src">{_e(_short(s, root))}</span>' for s in retrieved)
             + "</dd>"
         )
     parts.append("</dl></article>")
@@ -446,8 +467,13 @@ def render_html(
     body.append(f"<h2>Failures ({len(failed)})</h2>")
     if not failed:
         body.append("<p class='muted'>No question failed.</p>")
+    root = common_root(report.get("rows", []))
+    if root and failed:
+        body.append(
+            f"<p class='muted'>Cited and retrieved paths are relative to <span class='src'>{_e(root)}</span>.</p>"
+        )
     for row in failed[:max_failures]:
-        body.append(_failure_html(row))
+        body.append(_failure_html(row, root))
     if len(failed) > max_failures:
         body.append(
             f"<p class='muted'>{len(failed) - max_failures} more failures are in the table below and the JSON.</p>"
