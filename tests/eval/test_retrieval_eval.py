@@ -130,3 +130,23 @@ def test_second_sets_convert() -> None:
     climate = load_dataset(shared_dataset("climate-fever"))
     assert len(climate.corpus) == 5240 and all(climate.qrels.values())
     assert set(climate.queries) == set(climate.qrels)
+
+
+def test_an_index_of_other_documents_is_not_mixed_in(beir: Path, tmp_path: Path) -> None:
+    from citeline.errors import CitelineError
+    from citeline.kb import open_kb
+
+    mine = tmp_path / "mine"
+    (tmp_path / "notes.md").write_text("# Notes\n\nMy own notes.\n")
+    with open_kb(mine, embedder="hashing") as kb:
+        kb.add([tmp_path / "notes.md"])
+    with pytest.raises(CitelineError, match="not from an evaluation dataset"):
+        evaluate_retrieval(
+            load_dataset(beir), beir, embedder="hashing", index=mine, cache_root=tmp_path / "c"
+        )
+    shared = tmp_path / "eval-index"
+    evaluate_retrieval(load_dataset(beir), beir, embedder="hashing", index=shared, cache_root=tmp_path / "c")
+    other = limit_queries(load_dataset(beir), 2)
+    smaller = BeirDataset({k: v for k, v in other.corpus.items() if k != "d6"}, other.queries, other.qrels)
+    with pytest.raises(CitelineError, match="another dataset"):
+        evaluate_retrieval(smaller, beir, embedder="hashing", index=shared, cache_root=tmp_path / "c")

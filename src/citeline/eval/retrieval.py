@@ -37,6 +37,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from citeline.errors import CitelineError
 from citeline.eval.beir import BeirDataset, BeirDoc, DatasetNotFoundError, load_beir
 from citeline.eval.metrics import DEFAULT_METRICS, evaluate, percentile
 from citeline.kb import KnowledgeBase, open_kb
@@ -201,6 +202,7 @@ def open_eval_index(
     kb = open_kb(folder, embedder=embedder)
     built, embedded, started = False, 0, time.perf_counter()
     if not _complete(marker, key, len(dataset.corpus)):
+        _check_reusable(kb, marker, key)
         built = True
         staging = base / "docs"
         staging.mkdir(parents=True, exist_ok=True)
@@ -226,6 +228,28 @@ def open_eval_index(
     ).fetchall()
     chunk_to_doc = {str(c): str(b) for c, b in rows if b is not None}
     return EvalIndex(kb, folder, built, embedded, time.perf_counter() - started, chunk_to_doc)
+
+
+def _check_reusable(kb: KnowledgeBase, marker: Path, key: str) -> None:
+    """Refuse to mix another dataset (or the user's own documents) into an evaluation index."""
+    if marker.is_file():
+        try:
+            other = json.loads(marker.read_text(encoding="utf-8")).get("key")
+        except (OSError, ValueError):
+            other = None
+        if other != key:
+            raise CitelineError(
+                f"{kb.folder} holds the evaluation index of another dataset or embedder; "
+                "pass another --index folder (or none, to use the cache)."
+            )
+    foreign = kb.store.conn.execute(
+        "SELECT COUNT(*) FROM documents WHERE json_extract(metadata, '$.beir_id') IS NULL"
+    ).fetchone()[0]
+    if foreign:
+        raise CitelineError(
+            f"{kb.folder} already holds {foreign} documents that are not from an evaluation dataset; "
+            "pass an empty or new --index folder."
+        )
 
 
 def _complete(marker: Path, key: str, documents: int) -> bool:
