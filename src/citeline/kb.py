@@ -9,10 +9,16 @@ from typing import Any
 
 from citeline.answer.answerer import Answerer
 from citeline.answer.generators.base import Generator
-from citeline.answer.verify import HeuristicVerifier, Verifier
+from citeline.answer.verify import HeuristicVerifier, JudgeVerifier, NliVerifier, Verifier
 from citeline.embedding import make_embedder
 from citeline.embedding.base import Embedder
-from citeline.errors import CitelineError, DocumentNotFoundError, EmbedderMismatchError
+from citeline.errors import (
+    CitelineError,
+    ConfigError,
+    DocumentNotFoundError,
+    EmbedderMismatchError,
+    UnknownBackendError,
+)
 from citeline.index.sqlite import SqliteStore
 from citeline.ingest.pipeline import Ingestor, IngestReport, Progress
 from citeline.models import Answer, Hit
@@ -62,25 +68,45 @@ class KnowledgeBase:
     @property
     def generator(self) -> Generator:
         if self._generator is None:
-            if self.settings.generator == "extractive":
-                from citeline.answer.extractive import ExtractiveGenerator
+            from citeline.answer.generators.registry import make_generator
 
-                self._generator = ExtractiveGenerator(
-                    self.embedder,
-                    self.settings.max_answer_sentences,
-                    min_score=self.settings.min_answer_score,
-                    term_weights=self.store.term_weights,
-                )
-            else:
-                from citeline.answer.generators.registry import make_generator
-
-                self._generator = make_generator(self.settings.generator)
+            s = self.settings
+            options: dict[str, Any] = {}
+            if s.generator == "extractive":
+                options = {
+                    "embedder": self.embedder,
+                    "max_sentences": s.max_answer_sentences,
+                    "min_score": s.min_answer_score,
+                    "term_weights": self.store.term_weights,
+                }
+            elif s.generator == "llamacpp" and s.generator_model:
+                key = "model_path" if s.generator_model.endswith(".gguf") else "model"
+                options[key] = s.generator_model
+            elif s.generator in ("openai", "anthropic"):
+                options = {"model": s.generator_model or None}
+                if s.generator == "openai" and s.generator_base_url:
+                    options["base_url"] = s.generator_base_url
+            self._generator = make_generator(s.generator, **options)
         return self._generator
 
     @property
     def verifier(self) -> Verifier:
         if self._verifier is None:
-            self._verifier = HeuristicVerifier(self.embedder)
+            name = self.settings.verifier
+            heuristic = HeuristicVerifier(self.embedder)
+            if name == "heuristic":
+                self._verifier = heuristic
+            elif name.startswith("nli:"):
+                self._verifier = NliVerifier(name[len("nli:") :])
+            elif name == "llm":
+                complete = getattr(self.generator, "complete", None)
+                if complete is None:
+                    raise ConfigError(
+                        f"verifier 'llm' needs an LLM generator, not '{self.settings.generator}'."
+                    )
+                self._verifier = JudgeVerifier(complete, heuristic)
+            else:
+                raise UnknownBackendError("verifier", name, ["heuristic", "nli:DIR", "llm"])
         return self._verifier
 
     @property

@@ -36,6 +36,13 @@ class Settings:
     context_passages: int = 5
     # answering
     generator: str = "extractive"
+    # llamacpp: a packaged model name ("0.5b", "1.5b") or a path to a .gguf file;
+    # openai/anthropic: the model name (else CITELINE_OPENAI_MODEL or the backend default)
+    generator_model: str = ""
+    generator_base_url: str = ""  # openai: any OpenAI-compatible endpoint (else CITELINE_OPENAI_BASE_URL)
+    verifier: str = (
+        "heuristic"  # "heuristic", "nli:DIR" (a local NLI cross-encoder) or "llm" (the generator judges)
+    )
     refusal_threshold: float = 0.46
     min_answer_score: float = 0.35  # extractive: the best sentence must score at least this
     max_answer_sentences: int = 3

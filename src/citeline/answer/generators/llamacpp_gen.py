@@ -178,6 +178,16 @@ class LlamaCppGenerator:
             body["stream_options"] = {"include_usage": True}
         return body
 
+    def complete(self, messages: list[dict[str, str]], max_tokens: int = 16) -> str:
+        """A short plain completion (used by the LLM-judge verifier and the LLM reranker)."""
+        server = self._ensure_loaded()
+        body = {"messages": messages, "temperature": 0.0, "seed": self.seed, "max_tokens": max_tokens}
+        result = server.handle_chat_completions(body)
+        try:
+            return str(result["choices"][0]["message"].get("content") or "")
+        except (KeyError, IndexError, TypeError, AttributeError) as exc:
+            raise GeneratorError(f"Unexpected reply from the local model: {result!r:.300}") from exc
+
     def generate(self, question: str, passages: Sequence[Passage]) -> Draft:
         if not passages:
             return Draft(sentences=(), refused=True, raw="")

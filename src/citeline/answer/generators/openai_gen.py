@@ -119,6 +119,23 @@ class OpenAIGenerator:
             return contract.parse_structured(content, len(passages), **tokens)
         return contract.parse_free_text(content, len(passages), **tokens)
 
+    def complete(self, messages: list[dict[str, str]], max_tokens: int = 16) -> str:
+        """A short plain completion (used by the LLM-judge verifier and the LLM reranker)."""
+        openai = _import_openai()
+        kwargs: dict[str, Any] = {
+            "model": self.model,
+            "messages": messages,
+            "temperature": 0.0,
+            "max_tokens": max_tokens,
+        }
+        if self.seed is not None:
+            kwargs["seed"] = self.seed
+        try:
+            response = self._client.chat.completions.create(**kwargs)
+            return str(response.choices[0].message.content or "")
+        except openai.OpenAIError as exc:
+            raise self._fail(exc) from exc
+
     def _deltas(self, question: str, passages: Sequence[Passage]) -> Iterator[str]:
         openai = _import_openai()
         try:

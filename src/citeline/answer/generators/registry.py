@@ -13,6 +13,12 @@ from citeline.answer.generators.base import Generator
 from citeline.errors import UnknownBackendError
 
 
+def _extractive(**options: Any) -> Generator:
+    from citeline.answer.extractive import ExtractiveGenerator
+
+    return ExtractiveGenerator(**options)
+
+
 def _openai(**options: Any) -> Generator:
     from citeline.answer.generators.openai_gen import OpenAIGenerator
 
@@ -33,9 +39,9 @@ def _llamacpp(**options: Any) -> Generator:
 
 # ---------------------------------------------------------------------------------------------
 # GENERATORS: the registry's entry point. Add a backend by adding a name -> factory entry here
-# (the "extractive" generator is registered here by its own module's author).
 # ---------------------------------------------------------------------------------------------
 GENERATORS: dict[str, Callable[..., Generator]] = {
+    "extractive": _extractive,
     "openai": _openai,
     "anthropic": _anthropic,
     "llamacpp": _llamacpp,
