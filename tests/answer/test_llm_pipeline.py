@@ -13,7 +13,7 @@ import pytest
 import citeline
 from citeline.kb import KnowledgeBase
 
-from .test_llm_backends import _require_model
+from .test_llm_backends import _require_model, model_file, server  # noqa: F401 (fixtures)
 
 pytestmark = pytest.mark.llm
 
@@ -69,3 +69,19 @@ def test_injected_document_changes_nothing(llm_kb: KnowledgeBase) -> None:
 def test_guard_refuses_before_the_llm_is_asked(llm_kb: KnowledgeBase) -> None:
     answer = llm_kb.ask("What does error LDG-9999 mean?")
     assert answer.refused and answer.confidence is None  # the generator never ran
+
+
+def test_openai_compatible_server_answers_from_the_samples(
+    llm_kb: KnowledgeBase, server: tuple[str, str], monkeypatch: pytest.MonkeyPatch  # noqa: F811
+) -> None:
+    base_url, key = server
+    monkeypatch.setenv("OPENAI_API_KEY", key)
+    kb = citeline.open(
+        llm_kb.folder, generator="openai", generator_model="qwen2.5-coder-0.5b", generator_base_url=base_url
+    )
+    answer = kb.ask("What is the default value of sync.batch_size?")
+    assert answer.generator == "openai"
+    assert not answer.refused, answer.refusal_reason
+    assert any(c.source.endswith("configuration-reference.md") for c in answer.citations)
+    for c in answer.citations:
+        assert kb.store.document_text(c.document_id)[c.start : c.end] == c.quote
