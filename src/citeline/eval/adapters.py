@@ -11,7 +11,8 @@ same (limit, seed) always gives the same questions and the same sub-corpus.
   written, one Markdown file per snippet in a folder per question (``q019/neg1.md``); every
   question expects the refusal and is asked over its own folder only (the row's ``scope``), as
   RGB gives each question its own snippets. A "negative" snippet that contains the question's
-  own gold answer (RGB has a few) is left out and counted in ``notes``.
+  own gold answer (RGB has a few) is left out, and so is a question left with no snippet (it
+  would be refused for free); both are counted in ``notes``.
 * **conditionalqa**: ConditionalQA ships no page text (``documents.json`` is missing). Each
   gov.uk page of the split is rebuilt from the evidence sentences that the split's questions
   cite (HTML turned into Markdown: headings, paragraphs, list items, table rows as ``a | b``),
@@ -145,7 +146,15 @@ def rgb(
         for line in (Path(dataset_dir) / "en_fact.json").read_text(encoding="utf-8").splitlines()
         if line.strip()
     ]
-    chosen = stratified({"all": records}, limit, seed, key=lambda r: f"{int(r['id']):06d}")["all"]
+
+    def usable(r: dict[str, Any]) -> bool:  # some negative snippet that does not give the answer away
+        return any(
+            " ".join(str(n).split()) and not contains_any(str(n), _flatten(r["answer"]))
+            for n in r.get("negative") or []
+        )
+
+    eligible = [r for r in records if usable(r)]
+    chosen = stratified({"all": eligible}, limit, seed, key=lambda r: f"{int(r['id']):06d}")["all"]
     chosen.sort(key=lambda r: int(r["id"]))
     docs = _fresh_docs(work_dir)
     written = dropped = 0
@@ -180,6 +189,7 @@ def rgb(
         "questions": len(rows),
         "documents": written,
         "snippets_dropped_for_containing_the_answer": dropped,
+        "questions_left_out_without_a_usable_snippet": len(records) - len(eligible),
     }
     return AdaptedDataset("rgb", docs, rows, notes)
 
