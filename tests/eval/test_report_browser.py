@@ -199,3 +199,13 @@ def test_paths_are_shown_relative_to_their_common_folder() -> None:
     assert common_root(rows) == "/data/docs/"
     assert common_root([*rows[:1], {"citations": [{"source": "/data/docs/a/x.md"}]}]) == "/data/docs/"
     assert common_root([{"citations": [{"source": "x.md"}]}]) == ""
+
+
+def test_metric_groups_without_any_value_are_named_not_drawn() -> None:
+    report = _report()
+    for name in report["metrics"]:
+        if name.startswith(("hit_rate", "recall", "context", "citation")):
+            report["metrics"][name] = None
+    html = render_html(report)
+    assert "<h3>Retrieval</h3>" not in html and "<h3>Citations</h3>" not in html
+    assert "Not applicable to this set (no question to measure them on): Retrieval, Citations." in html

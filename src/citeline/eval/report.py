@@ -443,13 +443,20 @@ def render_html(
             + "</ul></div>"
         )
     body.append("<h2>Metrics</h2><div class='charts'>")
+    empty = [g for g, names in _group_metrics(metrics) if all(metrics.get(m) is None for m in names)]
     for group, names in _group_metrics(metrics):
+        if group in empty:
+            continue
         body.append(
             f"<div class='panel'><h3>{_e(group)}</h3>"
             + bar_chart(names, metrics, counts_n, base_metrics, notes)
             + "</div>"
         )
     body.append("</div>")
+    if empty:
+        body.append(
+            f"<p class='muted'>Not applicable to this set (no question to measure them on): {_e(', '.join(empty))}.</p>"
+        )
     if judge.get("reason"):
         body.append(
             f"<p class='muted'>Judge-rated support: n/a ({_e(judge['reason'])}). "
