@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Protocol
 
 import numpy as np
+import numpy.typing as npt
 
 from citeline.answer.relevance import evidence_words, term_present
 from citeline.answer.units import Unit, passage_units
@@ -98,13 +99,11 @@ class NliVerifier:
     name = "nli"
 
     def __init__(self, model_dir: str | Path, threshold: float = 0.5, max_tokens: int = 512) -> None:
-        import onnxruntime as ort
-        from tokenizers import Tokenizer
+        from citeline.rerank.cross_encoder import OnnxPairScorer
 
         folder = Path(model_dir).expanduser()
-        for required in ("model.onnx", "tokenizer.json", "config.json"):
-            if not (folder / required).is_file():
-                raise ConfigError(f"NLI verifier: {folder / required} does not exist.")
+        if not (folder / "config.json").is_file():
+            raise ConfigError(f"NLI verifier: {folder / 'config.json'} does not exist.")
         config = json.loads((folder / "config.json").read_text(encoding="utf-8"))
         labels = {int(k): str(v).lower() for k, v in config.get("id2label", {}).items()}
         entail = [i for i, label in labels.items() if label.startswith("entail")]
@@ -112,23 +111,12 @@ class NliVerifier:
             raise ConfigError(f"NLI verifier: config.json in {folder} names no 'entailment' label.")
         self.entailment = entail[0]
         self.threshold = threshold
-        self.tokenizer = Tokenizer.from_file(str(folder / "tokenizer.json"))
-        self.tokenizer.enable_truncation(max_tokens)
-        self.tokenizer.enable_padding()
-        self.session = ort.InferenceSession(str(folder / "model.onnx"), providers=["CPUExecutionProvider"])
-        self.inputs = {i.name for i in self.session.get_inputs()}
+        self.pairs = OnnxPairScorer(folder, max_tokens=max_tokens)
 
-    def entailment_probabilities(self, premises: Sequence[str], hypothesis: str) -> np.ndarray:
-        enc = self.tokenizer.encode_batch([(p, hypothesis) for p in premises])
-        feeds: dict[str, np.ndarray] = {
-            "input_ids": np.array([e.ids for e in enc], dtype=np.int64),
-            "attention_mask": np.array([e.attention_mask for e in enc], dtype=np.int64),
-        }
-        if "token_type_ids" in self.inputs:
-            feeds["token_type_ids"] = np.array([e.type_ids for e in enc], dtype=np.int64)
-        logits = np.asarray(self.session.run(None, {k: v for k, v in feeds.items() if k in self.inputs})[0])
+    def entailment_probabilities(self, premises: Sequence[str], hypothesis: str) -> npt.NDArray[np.float32]:
+        logits = self.pairs.logits([(p, hypothesis) for p in premises])
         exp = np.exp(logits - logits.max(axis=1, keepdims=True))
-        probs: np.ndarray = (exp / exp.sum(axis=1, keepdims=True))[:, self.entailment]
+        probs: npt.NDArray[np.float32] = (exp / exp.sum(axis=1, keepdims=True))[:, self.entailment]
         return probs
 
     def check(self, sentence: str, cited: Sequence[tuple[int, str, int]]) -> Support:

@@ -59,26 +59,26 @@ class OnnxPairScorer:
         )
         self._inputs = {i.name for i in self._session.get_inputs()}
 
-    def score(self, query: str, passages: Sequence[str]) -> npt.NDArray[np.float32]:
-        out = np.zeros(len(passages), dtype=np.float32)
-        for lo in range(0, len(passages), self.batch_size):
-            part = list(passages[lo : lo + self.batch_size])
-            enc = self._tokenizer.encode_batch([(query, p) for p in part])
+    def logits(self, pairs: Sequence[tuple[str, str]]) -> npt.NDArray[np.float32]:
+        """The model's raw output for each (first, second) text pair, shape (pairs, classes)."""
+        rows: list[npt.NDArray[np.float32]] = []
+        for lo in range(0, len(pairs), self.batch_size):
+            enc = self._tokenizer.encode_batch(list(pairs[lo : lo + self.batch_size]))
             feeds: dict[str, Any] = {
                 "input_ids": np.array([e.ids for e in enc], dtype=np.int64),
                 "attention_mask": np.array([e.attention_mask for e in enc], dtype=np.int64),
             }
             if "token_type_ids" in self._inputs:
                 feeds["token_type_ids"] = np.array([e.type_ids for e in enc], dtype=np.int64)
-            logits = np.asarray(self._session.run(None, feeds)[0], dtype=np.float32)
-            if logits.ndim == 1:
-                scores = logits
-            elif logits.shape[-1] == 1:
-                scores = logits[:, 0]
-            else:  # two classes: the log-odds of "relevant"
-                scores = logits[:, -1] - logits[:, 0]
-            out[lo : lo + len(part)] = scores
-        return out
+            out = np.asarray(self._session.run(None, feeds)[0], dtype=np.float32)
+            rows.append(out.reshape(len(enc), -1))
+        return np.concatenate(rows) if rows else np.zeros((0, 1), dtype=np.float32)
+
+    def score(self, query: str, passages: Sequence[str]) -> npt.NDArray[np.float32]:
+        logits = self.logits([(query, p) for p in passages])
+        if logits.shape[-1] == 1:
+            return logits[:, 0]
+        return logits[:, -1] - logits[:, 0]  # two classes: the log-odds of "relevant"
 
 
 class SentenceTransformersPairScorer:
