@@ -30,6 +30,17 @@ def _file_digest(path: Path) -> str:
     return h.hexdigest()
 
 
+def cpu_session(model_path: Path, threads: int | None = None) -> Any:
+    """An onnxruntime CPU session using ``threads`` cores (default: all), quiet logging."""
+    import onnxruntime as ort
+
+    opts = ort.SessionOptions()
+    opts.intra_op_num_threads = threads or os.cpu_count() or 1
+    opts.inter_op_num_threads = 1
+    opts.log_severity_level = 3
+    return ort.InferenceSession(str(model_path), sess_options=opts, providers=["CPUExecutionProvider"])
+
+
 class OnnxEmbedder:
     """Runs a sentence-transformers style encoder exported to ONNX."""
 
@@ -44,7 +55,6 @@ class OnnxEmbedder:
         threads: int | None = None,
         version: str | None = None,
     ) -> None:
-        import onnxruntime as ort
         from tokenizers import Tokenizer
 
         for p in (model_path, tokenizer_path):
@@ -60,13 +70,7 @@ class OnnxEmbedder:
         self._counter = Tokenizer.from_file(str(tokenizer_path))
         self._counter.no_truncation()
         self._counter.no_padding()
-        opts = ort.SessionOptions()
-        opts.intra_op_num_threads = threads or os.cpu_count() or 1
-        opts.inter_op_num_threads = 1
-        opts.log_severity_level = 3
-        self._session = ort.InferenceSession(
-            str(model_path), sess_options=opts, providers=["CPUExecutionProvider"]
-        )
+        self._session = cpu_session(model_path, threads)
         self._inputs = {i.name for i in self._session.get_inputs()}
         self.dim = int(self._session.get_outputs()[0].shape[-1])
         self.version = version or _file_digest(model_path)[:16]

@@ -21,7 +21,8 @@ from docx.text.paragraph import Paragraph
 from lxml import etree
 
 from citeline.errors import ParseError
-from citeline.models import Block, BlockKind, ParsedDocument
+from citeline.ingest.blocks import assemble_blocks
+from citeline.models import BlockKind, ParsedDocument
 
 MAX_UNCOMPRESSED = 200 * 1024 * 1024
 MAX_RATIO = 200  # real DOCX XML compresses 5-30x; hundreds means a bomb
@@ -62,7 +63,7 @@ class DocxParser:
             firsts = [t for k, t, lvl in raw if k == "heading" and lvl == 1]
             title = titles[0] if titles else firsts[0] if firsts else path.stem
             title_known = bool(titles) or len(firsts) == 1
-        return _build(raw, title, title_known, _metadata(props))
+        return assemble_blocks(raw, title, title_known, _metadata(props), self.format)
 
 
 def _check_zip(data: bytes, path: Path) -> None:
@@ -267,37 +268,3 @@ def _metadata(props: Any) -> dict[str, Any]:
         elif isinstance(value, str) and value.strip():
             meta[key] = value.strip()
     return meta
-
-
-def _build(
-    raw: list[tuple[BlockKind, str, int]], title: str, title_known: bool, metadata: dict[str, Any]
-) -> ParsedDocument:
-    parts: list[str] = []
-    blocks: list[Block] = []
-    stack: list[tuple[int, str]] = []
-    pos = 0
-    first_heading = True
-    norm_title = " ".join(title.split()).casefold()
-    for kind, text, level in raw:
-        if parts:
-            parts.append("\n\n")
-            pos += 2
-        parts.append(text)
-        is_title = kind == "heading" and (
-            level == 0 or (first_heading and title_known and text.casefold() == norm_title)
-        )
-        if is_title:  # the document's title is never part of a heading trail
-            trail: tuple[str, ...] = ()
-        elif kind == "heading":
-            while stack and stack[-1][0] >= level:
-                stack.pop()
-            stack.append((level, text))
-            trail = tuple(t for _, t in stack)
-        else:
-            trail = tuple(t for _, t in stack)
-        first_heading = first_heading and kind != "heading"
-        blocks.append(Block(kind, pos, pos + len(text), trail))
-        pos += len(text)
-    return ParsedDocument(
-        text="".join(parts), blocks=tuple(blocks), title=title, format="docx", metadata=metadata
-    )

@@ -19,8 +19,9 @@ from lxml import etree
 from lxml import html as lxml_html
 
 from citeline.errors import ParseError
+from citeline.ingest.blocks import assemble_blocks
 from citeline.ingest.decode import decode_bytes
-from citeline.models import Block, BlockKind, ParsedDocument
+from citeline.models import BlockKind, ParsedDocument
 
 _SKIP_TAGS = frozenset(
     [
@@ -129,7 +130,9 @@ class HtmlParser:
         title_from_tag = bool(title)
         if not title:
             title = h1s[0] if h1s else path.stem
-        return _build(walker.blocks, title, title_from_tag or len(h1s) == 1, _metadata(root))
+        return assemble_blocks(
+            walker.blocks, title, title_from_tag or len(h1s) == 1, _metadata(root), self.format
+        )
 
 
 def _decode(data: bytes, path: str) -> str:
@@ -406,35 +409,3 @@ def _metadata(root: Any) -> dict[str, Any]:
         if (el.get("rel") or "").lower() == "canonical" and el.get("href"):
             meta["canonical"] = el.get("href")
     return meta
-
-
-def _build(
-    raw: list[tuple[BlockKind, str, int]], title: str, title_is_unique: bool, metadata: dict[str, Any]
-) -> ParsedDocument:
-    parts: list[str] = []
-    blocks: list[Block] = []
-    stack: list[tuple[int, str]] = []
-    pos = 0
-    first_heading = True
-    norm_title = " ".join(title.split()).casefold()
-    for kind, text, level in raw:
-        if parts:
-            parts.append("\n\n")
-            pos += 2
-        parts.append(text)
-        if kind == "heading":
-            # The document's own title (its first, unique h1) is not part of any trail.
-            if first_heading and title_is_unique and text.casefold() == norm_title:
-                blocks.append(Block("heading", pos, pos + len(text), ()))
-                first_heading = False
-                pos += len(text)
-                continue
-            while stack and stack[-1][0] >= level:
-                stack.pop()
-            stack.append((level, text))
-        first_heading = first_heading and kind != "heading"
-        blocks.append(Block(kind, pos, pos + len(text), tuple(t for _, t in stack)))
-        pos += len(text)
-    return ParsedDocument(
-        text="".join(parts), blocks=tuple(blocks), title=title, format="html", metadata=metadata
-    )

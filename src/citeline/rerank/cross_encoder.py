@@ -22,6 +22,7 @@ from typing import Any, Protocol
 import numpy as np
 import numpy.typing as npt
 
+from citeline.embedding.onnx import cpu_session
 from citeline.errors import ConfigError
 from citeline.models import Hit, StageScore
 
@@ -37,7 +38,6 @@ class OnnxPairScorer:
     def __init__(
         self, folder: Path, *, max_tokens: int = 512, batch_size: int = 16, threads: int | None = None
     ):
-        import onnxruntime as ort
         from tokenizers import Tokenizer
 
         model, tok = folder / "model.onnx", folder / "tokenizer.json"
@@ -50,13 +50,7 @@ class OnnxPairScorer:
         self._tokenizer = Tokenizer.from_file(str(tok))
         self._tokenizer.enable_truncation(max_tokens, strategy="only_second")
         self._tokenizer.enable_padding()
-        opts = ort.SessionOptions()
-        opts.intra_op_num_threads = threads or os.cpu_count() or 1
-        opts.inter_op_num_threads = 1
-        opts.log_severity_level = 3
-        self._session = ort.InferenceSession(
-            str(model), sess_options=opts, providers=["CPUExecutionProvider"]
-        )
+        self._session = cpu_session(model, threads)
         self._inputs = {i.name for i in self._session.get_inputs()}
 
     def logits(self, pairs: Sequence[tuple[str, str]]) -> npt.NDArray[np.float32]:
