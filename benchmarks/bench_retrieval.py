@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import pickle
 import sys
 import time
 from pathlib import Path
@@ -62,14 +63,31 @@ def report(args: argparse.Namespace) -> dict[str, Any]:
 # --------------------------------------------------------------------------------------------
 
 
+def sample_queries(dataset: Any, n: int | None) -> Any:
+    """A seeded random sample of n queries (the corpus untouched)."""
+    import random
+
+    from citeline.eval.beir import BeirDataset
+
+    if not n or n >= len(dataset.queries):
+        return dataset
+    keep = sorted(random.Random(13).sample(sorted(dataset.queries), n))
+    return BeirDataset(
+        dataset.corpus, {q: dataset.queries[q] for q in keep}, {q: dataset.qrels[q] for q in keep}
+    )
+
+
 def collect(args: argparse.Namespace) -> tuple[list[dict[str, Any]], dict[str, dict[str, int]]]:
     """Per query: the chunk lists of both stages and the fused candidates' features."""
-    from citeline.rerank.learned import feature_matrix
+    from citeline.rerank.learned import TokenCache, feature_matrix
 
-    dataset = limit_queries(load_dataset(args.beir, args.split), args.limit_queries)
+    dataset = sample_queries(
+        limit_queries(load_dataset(args.beir, args.split), args.limit_queries), args.sample
+    )
     built = open_eval_index(dataset, args.beir)
     kb, c2d = built.kb, built.chunk_to_doc
     retriever = kb.retriever()
+    tokens = TokenCache(kb.embedder, max_items=20000) if args.maxsim else None  # type: ignore[arg-type]
     rows = []
     for qid, query in dataset.queries.items():
         r = retriever.retrieve(query, None, k=args.depth, fusion="rrf", rrf_k=60)
@@ -82,7 +100,7 @@ def collect(args: argparse.Namespace) -> tuple[list[dict[str, Any]], dict[str, d
                 "qid": qid,
                 "lexical": r.lexical,
                 "dense": r.dense,
-                "X": feature_matrix(query, head),
+                "X": feature_matrix(query, head, tokens=tokens),
                 "head_docs": [c2d.get(h.chunk.id, "") for h in head],
                 "tail_docs": documents_by_best_chunk([h.chunk.id for h in r.hits], c2d),
                 "c2d": c2d,
@@ -106,10 +124,49 @@ def reranked_ndcg(rows: list[dict[str, Any]], qrels: dict[str, dict[str, int]], 
     return total / len(rows)
 
 
-def tune(args: argparse.Namespace) -> dict[str, Any]:
-    from citeline.rerank.learned import DEFAULT_WEIGHTS, FEATURES
+GRID = [-1.0, -0.5, -0.3, -0.2, -0.1, -0.05, 0.0, 0.05, 0.1, 0.2, 0.3, 0.5, 0.75, 1.0, 1.5, 2.0, 3.0, 5.0]
 
-    rows, qrels = collect(args)
+
+def fit_weights(
+    rows: list[dict[str, Any]], qrels: dict[str, dict[str, int]], n: int, anchor: int, rounds: int
+) -> tuple[float, np.ndarray]:
+    """Coordinate ascent on mean nDCG@10, the anchor feature's weight fixed at 1 (scale)."""
+    w = np.zeros(n)
+    w[anchor] = 1.0
+    best = reranked_ndcg(rows, qrels, w)
+    for _round in range(rounds):
+        improved = False
+        for i in range(n):
+            if i == anchor:
+                continue
+            for value in GRID:
+                trial = w.copy()
+                trial[i] = value
+                score = reranked_ndcg(rows, qrels, trial)
+                if score > best + 1e-4:
+                    best, w, improved = score, trial, True
+        if not improved:
+            break
+    return best, w
+
+
+def tune(args: argparse.Namespace) -> dict[str, Any]:
+    from citeline.rerank.learned import FEATURES
+
+    if args.rows and args.rows.is_file():
+        with args.rows.open("rb") as f:
+            rows, qrels = pickle.load(f)
+    else:
+        rows, qrels = collect(args)
+        if args.rows:
+            with args.rows.open("wb") as f:
+                pickle.dump((rows, qrels), f)
+    if args.features:
+        keep = [FEATURES.index(f) for f in args.features.split(",")]
+        mask = np.zeros(len(FEATURES))
+        mask[keep] = 1.0
+        for row in rows:
+            row["X"] = row["X"] * mask
     c2d = rows[0]["c2d"]
     out: dict[str, Any] = {"queries": len(rows), "split": args.split}
 
@@ -145,29 +202,23 @@ def tune(args: argparse.Namespace) -> dict[str, Any]:
             }
         )
     for i, name in enumerate(FEATURES):
+        if name == "maxsim" and not args.maxsim:
+            continue
         w = np.zeros(len(FEATURES))
         w[i] = 1.0
         out[f"feature_{name}_alone"] = reranked_ndcg(rows, qrels, w)
 
-    grid = [-1.0, -0.5, -0.3, -0.2, -0.1, -0.05, 0.0, 0.05, 0.1, 0.2, 0.3, 0.5, 1.0, 2.0]
-    w = np.array([DEFAULT_WEIGHTS.get(f, 0.0) for f in FEATURES], dtype=np.float64)
-    w[:] = 0.0
-    w[FEATURES.index("rrf")] = 1.0
-    best = reranked_ndcg(rows, qrels, w)
-    out["start"] = best
-    for _round in range(args.rounds):
-        improved = False
-        for i, name in enumerate(FEATURES):
-            if name == "rrf":
-                continue  # the scale anchor
-            for value in grid:
-                trial = w.copy()
-                trial[i] = value
-                score = reranked_ndcg(rows, qrels, trial)
-                if score > best + 1e-4:
-                    best, w, improved = score, trial, True
-        if not improved:
-            break
+    fit = fit_weights(rows, qrels, len(FEATURES), FEATURES.index("rrf"), args.rounds)
+    best, w = fit
+    out["start"] = reranked_ndcg(rows, qrels, np.eye(len(FEATURES))[FEATURES.index("rrf")])
+    # Two-fold check of the fit itself: fit on one half of the queries, score the other half.
+    halves = [rows[0::2], rows[1::2]]
+    held_out = []
+    for i in (0, 1):
+        _, wi = fit_weights(halves[i], qrels, len(FEATURES), FEATURES.index("rrf"), args.rounds)
+        held_out.append(reranked_ndcg(halves[1 - i], qrels, wi))
+        held_out.append(reranked_ndcg(halves[1 - i], qrels, np.eye(len(FEATURES))[FEATURES.index("rrf")]))
+    out["two_fold_fitted_vs_rrf"] = [round(x, 4) for x in held_out]
     out["fitted"] = best
     out["weights"] = {name: float(v) for name, v in zip(FEATURES, w, strict=True) if v != 0.0}
     return out
@@ -254,7 +305,11 @@ def main() -> None:
     parser.add_argument("--depth", type=int, default=DEFAULT_DEPTH)
     parser.add_argument("--tune", action="store_true")
     parser.add_argument("--model-features", action="store_true", help="measure MaxSim and sentence features")
-    parser.add_argument("--rounds", type=int, default=4)
+    parser.add_argument("--rounds", type=int, default=6)
+    parser.add_argument("--maxsim", action="store_true", help="--tune: include the MaxSim feature (slow)")
+    parser.add_argument("--rows", type=Path, help="--tune: keep the collected features in this file")
+    parser.add_argument("--features", help="--tune: fit only these features (comma-separated)")
+    parser.add_argument("--sample", type=int, help="--tune: a seeded random sample of N queries")
     parser.add_argument("--out", type=Path, help="also write the JSON here")
     args = parser.parse_args()
     if not args.beir.is_dir():

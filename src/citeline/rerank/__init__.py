@@ -19,6 +19,12 @@ def _learned(**options: Any) -> Reranker:
     return make_learned(**options)
 
 
+def _late_interaction(**options: Any) -> Reranker:
+    from citeline.rerank.learned import make_late_interaction
+
+    return make_late_interaction(**options)
+
+
 def _cross_encoder(**options: Any) -> Reranker:
     from citeline.rerank.cross_encoder import make_cross_encoder
 
@@ -33,6 +39,7 @@ def _llm(**options: Any) -> Reranker:
 
 RERANKERS: dict[str, Callable[..., Reranker]] = {
     "learned": _learned,
+    "late-interaction": _late_interaction,
     "cross-encoder": _cross_encoder,
     "llm": _llm,
 }

@@ -17,25 +17,32 @@ Features, each scaled within the candidate list of one query so weights transfer
                 among the candidates (a term every candidate has says little).
 * ``title``     share of the query's terms found in the document title.
 * ``exact``     share of the query's identifiers (codes, numbers, dotted names) found verbatim.
+* ``maxsim``    late interaction (ColBERT's MaxSim) over the embedder's contextual token vectors:
+                the mean over query tokens of the best cosine with any chunk token, minus the best
+                candidate's. The only feature that runs the model at query time (one encoder pass
+                per candidate, cached by text), so it is computed only when its weight is non-zero.
 
 Scoring is per chunk; the evaluation collapses chunks to documents by their best chunk.
 """
 
 from __future__ import annotations
 
+import hashlib
 import math
 import re
+from collections import OrderedDict
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
-from typing import Any
+from typing import Any, Protocol
 
 import numpy as np
 import numpy.typing as npt
 
+from citeline.errors import ConfigError
 from citeline.models import Hit, StageScore
 from citeline.retrieval.bm25 import is_identifier, query_terms
 
-FEATURES: tuple[str, ...] = ("rrf", "doc_rrf", "bm25", "dense", "coverage", "title", "exact")
+FEATURES: tuple[str, ...] = ("rrf", "doc_rrf", "bm25", "dense", "coverage", "title", "exact", "maxsim")
 
 # Fitted on SciFact train (see the module docstring); "rrf" alone reproduces plain RRF order.
 DEFAULT_WEIGHTS: dict[str, float] = {
@@ -46,41 +53,26 @@ DEFAULT_WEIGHTS: dict[str, float] = {
     "coverage": 0.0,
     "title": 0.0,
     "exact": 0.0,
+    "maxsim": 0.0,
 }
 
+# The late-interaction reranker: the same features plus MaxSim (fitted on SciFact train as well).
+LATE_INTERACTION_WEIGHTS: dict[str, float] = {"rrf": 1.0, "maxsim": 1.0}
+
 _WORD = re.compile(r"\w+", re.UNICODE)
-_SUFFIXES = (
-    "ational",
-    "ization",
-    "fulness",
-    "ousness",
-    "iveness",
-    "ements",
-    "ement",
-    "ments",
-    "ment",
-    "ities",
-    "ation",
-    "ness",
-    "ings",
-    "ing",
-    "ies",
-    "ied",
-    "ed",
-    "es",
-    "ly",
-    "s",
-)
 
 
 def stem(word: str) -> str:
-    """A light suffix stripper: enough to match 'mutations' with 'mutation' or 'reduced' with 'reduce'."""
-    if len(word) <= 4 or any(ch.isdigit() for ch in word):
+    """Truncation stemming: a plural 's' dropped, then the first five characters.
+
+    Crude but consistent on both sides: 'mutations', 'mutation' and 'mutated' all give 'mutat',
+    'reduced' and 'reduction' give 'reduc'. Words with digits stay whole.
+    """
+    if any(ch.isdigit() for ch in word):
         return word
-    for suffix in _SUFFIXES:
-        if word.endswith(suffix) and len(word) - len(suffix) >= 3:
-            return word[: -len(suffix)]
-    return word
+    if len(word) > 3 and word.endswith("s") and not word.endswith("ss"):
+        word = word[:-1]
+    return word[:5]
 
 
 def _stems(text: str) -> set[str]:
@@ -91,8 +83,44 @@ def _term_stems(term: str) -> list[str]:
     return [stem(w) for w in _WORD.findall(term)]
 
 
-def feature_matrix(query: str, hits: Sequence[Hit], rrf_k: int = 60) -> npt.NDArray[np.float64]:
-    """(len(hits), len(FEATURES)) features of each hit for this query."""
+class TokenEncoder(Protocol):
+    def token_vectors(self, texts: Sequence[str]) -> list[npt.NDArray[np.float32]]: ...
+
+
+class TokenCache:
+    """Token vectors of chunk texts, least recently used dropped first (fp16 to halve memory)."""
+
+    def __init__(self, encoder: TokenEncoder, max_items: int = 2048) -> None:
+        self.encoder = encoder
+        self.max_items = max_items
+        self._items: OrderedDict[str, npt.NDArray[np.float16]] = OrderedDict()
+
+    def get(self, texts: Sequence[str]) -> list[npt.NDArray[np.float32]]:
+        keys = [hashlib.sha1(t.encode("utf-8")).hexdigest() for t in texts]
+        todo = list(dict.fromkeys(k for k in keys if k not in self._items))
+        if todo:
+            first = {k: t for k, t in zip(keys, texts, strict=True)}
+            for k, v in zip(todo, self.encoder.token_vectors([first[k] for k in todo]), strict=True):
+                self._items[k] = v.astype(np.float16)
+        out = []
+        for k in keys:
+            self._items.move_to_end(k)
+            out.append(self._items[k].astype(np.float32))
+        while len(self._items) > self.max_items:
+            self._items.popitem(last=False)
+        return out
+
+
+def maxsim_scores(query: str, texts: Sequence[str], cache: TokenCache) -> npt.NDArray[np.float64]:
+    """Mean over query tokens of the best cosine with any token of each text."""
+    q = cache.encoder.token_vectors([query])[0]
+    return np.array([float((q @ d.T).max(axis=1).mean()) for d in cache.get(texts)], dtype=np.float64)
+
+
+def feature_matrix(
+    query: str, hits: Sequence[Hit], rrf_k: int = 60, tokens: TokenCache | None = None
+) -> npt.NDArray[np.float64]:
+    """(len(hits), len(FEATURES)) features of each hit for this query (maxsim only with ``tokens``)."""
     n = len(hits)
     out = np.zeros((n, len(FEATURES)), dtype=np.float64)
     if n == 0:
@@ -155,6 +183,9 @@ def feature_matrix(query: str, hits: Sequence[Hit], rrf_k: int = 60) -> npt.NDAr
             out[:, col["exact"]] = [
                 sum(t in h.chunk.index_text.lower() for t in identifiers) / len(identifiers) for h in hits
             ]
+    if tokens is not None:
+        sims = maxsim_scores(query, [h.chunk.index_text for h in hits], tokens)
+        out[:, col["maxsim"]] = sims - sims.max()
     return out
 
 
@@ -162,7 +193,11 @@ class LearnedReranker:
     """score = sum of weight * feature; ties keep the incoming (fused) order."""
 
     def __init__(
-        self, weights: Mapping[str, float] | None = None, name: str = "learned", rrf_k: int = 60
+        self,
+        weights: Mapping[str, float] | None = None,
+        name: str = "learned",
+        rrf_k: int = 60,
+        encoder: TokenEncoder | None = None,
     ) -> None:
         w = dict(DEFAULT_WEIGHTS if weights is None else weights)
         unknown = set(w) - set(FEATURES)
@@ -171,9 +206,18 @@ class LearnedReranker:
         self.weights = np.array([w.get(f, 0.0) for f in FEATURES], dtype=np.float64)
         self.name = name
         self.rrf_k = rrf_k
+        self.tokens: TokenCache | None = None
+        if w.get("maxsim", 0.0):
+            if encoder is None or not hasattr(encoder, "token_vectors"):
+                raise ConfigError(
+                    f"The '{name}' reranker needs an embedder with token vectors (an ONNX transformer "
+                    "such as minilm-int8); this index's embedder has none. Use the 'learned' reranker."
+                )
+            self.tokens = TokenCache(encoder)
 
     def scores(self, query: str, hits: Sequence[Hit]) -> npt.NDArray[np.float64]:
-        return np.asarray(feature_matrix(query, hits, self.rrf_k) @ self.weights, dtype=np.float64)
+        matrix = feature_matrix(query, hits, self.rrf_k, self.tokens)
+        return np.asarray(matrix @ self.weights, dtype=np.float64)
 
     def rerank(self, query: str, hits: Sequence[Hit]) -> list[Hit]:
         if not hits:
@@ -195,3 +239,15 @@ def make_learned(
 ) -> LearnedReranker:
     rrf_k = int(getattr(settings, "rrf_k", 60)) if settings is not None else 60
     return LearnedReranker(weights, rrf_k=rrf_k)
+
+
+def make_late_interaction(
+    embedder: Any = None, settings: Any = None, weights: Mapping[str, float] | None = None, **_: Any
+) -> LearnedReranker:
+    rrf_k = int(getattr(settings, "rrf_k", 60)) if settings is not None else 60
+    return LearnedReranker(
+        LATE_INTERACTION_WEIGHTS if weights is None else weights,
+        name="late-interaction",
+        rrf_k=rrf_k,
+        encoder=embedder,
+    )
