@@ -148,6 +148,7 @@ class Answerer:
             "relevance": relevance.to_json(),
             "threshold": self.settings.refusal_threshold,
             "generator": self.generator.name,
+            "verifier": self.verifier.name,
         }
         reason = self._refusal_reason(relevance, passages)
         draft: Draft | None = None
@@ -242,7 +243,8 @@ class Answerer:
         by_number = {p.number: p for p in passages}
         dropped = list(draft.invented_citations)
         sentences: list[AnswerSentence] = []
-        quotes: dict[int, list[tuple[int, int]]] = {}
+        # per passage: the span of the unit that best supports a sentence citing it, with its score
+        quotes: dict[int, tuple[float, tuple[int, int]]] = {}
         checks = []
         with Stage(timings, "verify"):
             for s in draft.sentences:
@@ -263,7 +265,8 @@ class Answerer:
                 )
                 if keep:
                     for n, span in support.quotes.items():
-                        quotes.setdefault(n, []).append(span)
+                        if n not in quotes or support.score > quotes[n][0]:
+                            quotes[n] = (support.score, span)
         trace["verification"] = checks
         trace["dropped_citations"] = dropped
         kept = [s for s in sentences if not s.removed and s.citations]
@@ -290,7 +293,7 @@ class Answerer:
         citations = []
         for old in order:
             p = by_number[old]
-            spans = quotes.get(old) or [(p.chunk.start, p.chunk.end)]
+            quote_start, quote_end = quotes[old][1] if old in quotes else (p.chunk.start, p.chunk.end)
             citations.append(
                 Citation(
                     n=renumber[old],
@@ -304,8 +307,8 @@ class Answerer:
                     end=p.chunk.end,
                     quote=p.chunk.text,
                     chunk_id=p.chunk.id,
-                    quote_start=min(a for a, _ in spans),
-                    quote_end=max(b for _, b in spans),
+                    quote_start=quote_start,
+                    quote_end=quote_end,
                 )
             )
         trace["citations"] = [c.to_json() for c in citations]

@@ -12,12 +12,16 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from citeline.models import Hit
-from citeline.retrieval.bm25 import STOPWORDS, is_identifier, query_terms
+from citeline.retrieval.bm25 import STOPWORDS, is_code, is_identifier, query_terms
 
 _WORD = re.compile(r"\w+(?:[-_./:]\w+)*")
 
 DENSE_WEIGHT = 0.6
 COVERAGE_WEIGHT = 0.4
+# Share of the relevance lost when every name or plain number of the question is missing
+# from all candidates. Names can be incidental ("I live in Sheffield"), so they only count
+# against the relevance; codes (LDG-4012, sync_batch, 3.5.0) are decisive and refuse outright.
+MISSING_PENALTY = 0.9
 
 
 @dataclass(frozen=True)
@@ -26,6 +30,7 @@ class Relevance:
     dense_best: float
     coverage: float
     missing_identifiers: tuple[str, ...]
+    missing_terms: tuple[str, ...] = ()
 
     def to_json(self) -> dict[str, object]:
         return {
@@ -33,6 +38,7 @@ class Relevance:
             "dense_best": round(self.dense_best, 4),
             "coverage": round(self.coverage, 4),
             "missing_identifiers": list(self.missing_identifiers),
+            "missing_terms": list(self.missing_terms),
         }
 
 
@@ -92,6 +98,28 @@ def weighted_coverage(terms: Sequence[str], text: str, weights: Mapping[str, flo
     return found / total if total > 0 else 0.0
 
 
+# "Version 3.4.0" or "Section 8" name the number, not a product: the number alone is the key.
+_GENERIC_NOUNS = frozenset(
+    "version release section chapter step page part article table figure item rule level phase "
+    "option error code line tier plan stage day week month year room floor building".split()
+)
+_VERSIONED_NAME = re.compile(r"\b([A-Z][\w-]*)\s+(v?\d+(?:\.\d+)*)\b")
+
+
+def versioned_names(question: str) -> list[str]:
+    """A name followed by its number ("Windows Server 2022", "MySQL 5.7"), lower-cased as a phrase.
+
+    Such a pair names one specific thing: documents about "Server 2019" do not answer it.
+    """
+    return list(
+        dict.fromkeys(
+            f"{m.group(1)} {m.group(2)}".lower()
+            for m in _VERSIONED_NAME.finditer(question)
+            if m.group(1).lower() not in _GENERIC_NOUNS
+        )
+    )
+
+
 def assess(
     question: str,
     hits: Sequence[Hit],
@@ -101,9 +129,10 @@ def assess(
 ) -> Relevance:
     """Relevance of the context ``hits`` to the question.
 
-    Identifiers, numbers and names in the question must occur somewhere in ``retrieved``
-    (all candidates, not only the context): when none mentions them, the documents do
-    not talk about the thing asked.
+    Codes in the question (LDG-4012, sync_batch, 3.5.0) must occur somewhere in ``retrieved``
+    (all candidates, not only the context): when none mentions them, the documents do not
+    talk about the thing asked. Names and plain numbers that no candidate mentions lower
+    the relevance instead.
     """
     top = list(hits[:depth])
     dense_best = max((h.stages["dense"].score for h in top if "dense" in h.stages), default=0.0)
@@ -111,7 +140,13 @@ def assess(
     coverage = weighted_coverage(terms, "\n".join(h.chunk.index_text for h in top), weights)
     pool = "\n".join(h.chunk.index_text for h in (retrieved or hits)).lower()
     pool_words = evidence_words(pool)
-    salient = [t for t in terms if is_identifier(t)] + named_terms(question)
-    missing = tuple(dict.fromkeys(t for t in salient if not term_present(t, pool_words, pool)))
+    codes = [t for t in terms if is_code(t)] + versioned_names(question)
+    soft = list(
+        dict.fromkeys([t for t in terms if is_identifier(t) and not is_code(t)] + named_terms(question))
+    )
+    missing_codes = tuple(t for t in codes if not term_present(t, pool_words, pool))
+    missing_soft = tuple(t for t in soft if not term_present(t, pool_words, pool))
     score = DENSE_WEIGHT * max(dense_best, 0.0) + COVERAGE_WEIGHT * coverage
-    return Relevance(score, dense_best, coverage, missing)
+    if soft:
+        score *= 1.0 - MISSING_PENALTY * len(missing_soft) / len(soft)
+    return Relevance(score, dense_best, coverage, missing_codes, missing_soft)

@@ -29,6 +29,18 @@ def query_terms(query: str) -> list[str]:
     return list(seen)
 
 
+_VERSION = re.compile(r"\d+(?:\.\d+){2,}")
+
+
+def is_code(term: str) -> bool:
+    """An exact token with no paraphrase: letters mixed with digits (LDG-4012, v2, sha256), a
+    snake_case name, or a dotted version or address (3.5.0). Plain numbers and hyphenated or
+    dotted words ("part-time", a missing space after a full stop) are not codes."""
+    has_digit = any(ch.isdigit() for ch in term)
+    has_alpha = any(ch.isalpha() for ch in term)
+    return (has_digit and has_alpha) or "_" in term or bool(_VERSION.fullmatch(term))
+
+
 def is_identifier(term: str) -> bool:
     """Codes, numbers, option names: the exact tokens users search for verbatim."""
     return any(ch.isdigit() for ch in term) or bool(re.search(r"[-_./:]", term))
