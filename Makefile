@@ -31,6 +31,9 @@ test-fast: $(STAMP)
 bench: $(STAMP)
 	$(BIN)/python benchmarks/bench_pipeline.py
 	$(BIN)/python benchmarks/bench_parsers.py
+	$(BIN)/python benchmarks/bench_questions.py
+	$(BIN)/python benchmarks/bench_retrieval.py
+	$(BIN)/python benchmarks/bench_answers.py
 
 lint: $(STAMP)
 	$(BIN)/ruff check src tests benchmarks

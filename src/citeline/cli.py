@@ -381,10 +381,10 @@ def calibrate(ctx: click.Context, questions: Path, docs: tuple[str, ...], as_jso
 
 
 def register_eval() -> None:
-    try:
-        from citeline.eval.cli import eval_group
-    except ImportError:  # the eval commands are optional while they are being built
-        return
+    from citeline.eval.answers_cli import register
+    from citeline.eval.cli import eval_group
+
+    register(eval_group)
     main.add_command(eval_group)
 
 
