@@ -11,6 +11,8 @@ import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
+import blingfire
+
 from citeline.models import Hit
 from citeline.retrieval.bm25 import STOPWORDS, is_code, is_identifier, query_terms
 
@@ -120,6 +122,18 @@ def versioned_names(question: str) -> list[str]:
     )
 
 
+def focus(question: str) -> str:
+    """The asking part of a question that first tells a story ("I am 43 and live in Devon. ...
+    Can I claim X?"): its sentences with a question mark. Names and numbers of the story are
+    circumstances, not the subject, so the term checks look at the focus only."""
+    if question.count(".") + question.count("?") + question.count("!") <= 1:
+        return question
+    _, offsets = blingfire.text_to_sentences_and_offsets(question)
+    sentences = [question[a:b] for a, b in offsets]
+    asking = [s for s in sentences if s.rstrip().endswith("?")]
+    return " ".join(asking) if asking and len(asking) < len(sentences) else question
+
+
 def assess(
     question: str,
     hits: Sequence[Hit],
@@ -136,6 +150,7 @@ def assess(
     """
     top = list(hits[:depth])
     dense_best = max((h.stages["dense"].score for h in top if "dense" in h.stages), default=0.0)
+    question = focus(question)
     terms = query_terms(question)
     coverage = weighted_coverage(terms, "\n".join(h.chunk.index_text for h in top), weights)
     pool = "\n".join(h.chunk.index_text for h in (retrieved or hits)).lower()
