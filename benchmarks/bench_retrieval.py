@@ -114,12 +114,17 @@ def mean_ndcg(runs: dict[str, list[str]], qrels: dict[str, dict[str, int]]) -> f
     return evaluate(runs, qrels, ["ndcg@10"])["ndcg@10"]
 
 
-def reranked_ndcg(rows: list[dict[str, Any]], qrels: dict[str, dict[str, int]], w: np.ndarray) -> float:
+def reranked_ndcg(
+    rows: list[dict[str, Any]], qrels: dict[str, dict[str, int]], w: np.ndarray, depth: int | None = None
+) -> float:
+    """Mean nDCG@10 with the first ``depth`` candidates (all by default) reordered by X @ w."""
     total = 0.0
     for row in rows:
-        scores = row["X"] @ w
+        d = len(row["head_docs"]) if depth is None else depth
+        scores = row["X"][:d] @ w
         order = sorted(range(len(scores)), key=lambda i: (-scores[i], i))
-        docs = list(dict.fromkeys([row["head_docs"][i] for i in order] + row["tail_docs"]))
+        head = [row["head_docs"][i] for i in order] + row["head_docs"][d:]
+        docs = list(dict.fromkeys(head + row["tail_docs"]))
         total += ndcg_at_k(docs, qrels[row["qid"]], 10)
     return total / len(rows)
 
@@ -220,6 +225,7 @@ def tune(args: argparse.Namespace) -> dict[str, Any]:
         held_out.append(reranked_ndcg(halves[1 - i], qrels, np.eye(len(FEATURES))[FEATURES.index("rrf")]))
     out["two_fold_fitted_vs_rrf"] = [round(x, 4) for x in held_out]
     out["fitted"] = best
+    out["fitted_at_depth"] = {d: reranked_ndcg(rows, qrels, w, d) for d in (10, 20, 30)}
     out["weights"] = {name: float(v) for name, v in zip(FEATURES, w, strict=True) if v != 0.0}
     return out
 

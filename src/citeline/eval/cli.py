@@ -118,6 +118,11 @@ def retrieval_command(
 
     settings = load_settings(index if index is not None else ev.default_cache_root() / "_defaults")
     chosen_reranker = reranker or (settings.reranker if settings.reranker != "none" else DEFAULT_RERANKER)
+    if reranker is None and chosen_reranker == "late-interaction":
+        from citeline.embedding import make_embedder
+
+        if not hasattr(make_embedder(embedder or settings.embedder), "token_vectors"):
+            chosen_reranker = "learned"  # MaxSim needs a transformer's token vectors
     err = Console(stderr=True)
     try:
         dataset = ev.limit_queries(ev.load_dataset(beir, split), limit_queries)

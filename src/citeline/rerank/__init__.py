@@ -45,7 +45,7 @@ RERANKERS: dict[str, Callable[..., Reranker]] = {
 }
 
 #: The reranker measured best offline (no extra model); `citeline eval retrieval` uses it by default.
-DEFAULT_RERANKER = "learned"
+DEFAULT_RERANKER = "late-interaction"
 
 
 def make_reranker(name: str, **options: Any) -> Reranker:
