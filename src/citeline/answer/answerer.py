@@ -167,18 +167,10 @@ class Answerer:
         timings["total"] = (time.perf_counter() - t0) * 1000
         trace["timings_ms"] = timings
         trace_id = self._save_trace(question, answer, trace)
-        return Answer(
-            question=answer.question,
-            answer=answer.answer,
-            refused=answer.refused,
-            citations=answer.citations,
-            sentences=answer.sentences,
-            dropped_citations=answer.dropped_citations,
-            generator=answer.generator,
+        return dataclasses.replace(
+            answer,
             trace_id=trace_id,
             timings_ms=timings,
-            relevance=relevance.score,
-            refusal_reason=answer.refusal_reason,
             confidence=None if draft is None else draft.confidence,
         )
 
