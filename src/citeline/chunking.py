@@ -6,6 +6,12 @@ Tables and code blocks stay whole unless they exceed the embedder's maximum inpu
 then tables are cut between rows (each piece repeats the header row in its indexed
 text) and code between lines. Long paragraphs become sentence windows with a
 sentence-aligned overlap. Every chunk is an exact span of the document text.
+
+A document with no usable structure (no headings at all: a flat PDF export, a text dump)
+can instead be cut where the topic shifts (``unstructured="semantic"``): long paragraphs
+are split at the sentence gaps where the embedding similarity of the text on either side
+drops the most. Which mode is the default for that case is decided by
+``benchmarks/bench_semantic_chunking.py``.
 """
 
 from __future__ import annotations
@@ -13,12 +19,17 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import Literal
 
 import blingfire
+import numpy as np
 
 from citeline.models import Block, BlockKind, Chunk, ParsedDocument
 
 TokenCounter = Callable[[Sequence[str]], list[int]]
+EmbedFn = Callable[[Sequence[str]], "np.ndarray"]
+UnstructuredMode = Literal["windows", "semantic"]
+UNSTRUCTURED_MODES: tuple[UnstructuredMode, ...] = ("windows", "semantic")
 
 DEFAULT_TARGET_TOKENS = 200
 DEFAULT_OVERLAP_TOKENS = 40
@@ -29,10 +40,18 @@ class ChunkingOptions:
     target_tokens: int = DEFAULT_TARGET_TOKENS
     max_tokens: int = 256  # the embedder's maximum input, special tokens included
     overlap_tokens: int = DEFAULT_OVERLAP_TOKENS
+    # documents without headings: sentence windows, or cuts where the topic shifts
+    unstructured: UnstructuredMode = "windows"
+    # semantic: gaps below this percentile of the document's similarities always cut ...
+    semantic_percentile: float = 10.0
+    # ... unless a side would be shorter than this many tokens
+    semantic_min_tokens: int = 48
 
     def __post_init__(self) -> None:
         if self.target_tokens > self.max_tokens:
             object.__setattr__(self, "target_tokens", self.max_tokens)
+        if self.unstructured not in UNSTRUCTURED_MODES:
+            raise ValueError(f"unstructured must be one of {UNSTRUCTURED_MODES}, not {self.unstructured!r}")
 
 
 @dataclass(frozen=True)
@@ -66,21 +85,77 @@ def sentence_spans(text: str, start: int, end: int) -> list[tuple[int, int]]:
     return spans or [(start, end)]
 
 
+def has_structure(doc: ParsedDocument) -> bool:
+    """Whether the parser found any heading (a flat PDF or text dump has none)."""
+    return any(b.kind == "heading" or b.heading_trail for b in doc.blocks)
+
+
+def semantic_cuts(
+    similarities: Sequence[float], tokens: Sequence[int], budget: int, threshold: float, min_tokens: int
+) -> list[int]:
+    """Indices i where pieces are cut (between piece i-1 and i), pure and deterministic.
+
+    ``similarities[i]`` compares the text before gap i+1 with the text after it. Every gap
+    below ``threshold`` is cut when both sides keep ``min_tokens``; then any segment over
+    ``budget`` is cut recursively at its least similar gap until every segment fits.
+    """
+    n = len(tokens)
+    if n <= 1:
+        return []
+    prefix = np.concatenate([[0], np.cumsum(tokens)])
+
+    def size(lo: int, hi: int) -> int:
+        return int(prefix[hi] - prefix[lo])
+
+    kept: list[int] = []
+    last = 0
+    for gap in range(1, n):  # left to right: a cut is kept only when both sides are long enough
+        if similarities[gap - 1] < threshold and size(last, gap) >= min_tokens <= size(gap, n):
+            kept.append(gap)
+            last = gap
+    cuts = set(kept)
+    # Segments over budget: cut at their least similar gap (an explicit stack: no recursion limit).
+    stack = list(zip([0, *kept], [*kept, n], strict=True))
+    while stack:
+        lo, hi = stack.pop()
+        if hi - lo <= 1 or size(lo, hi) <= budget:
+            continue
+        gaps = range(lo + 1, hi)
+        balanced = [g for g in gaps if size(lo, g) >= min_tokens <= size(g, hi)]
+        gap = min(balanced or gaps, key=lambda g: (similarities[g - 1], abs(size(lo, g) - size(g, hi)), g))
+        cuts.add(gap)
+        stack += [(lo, gap), (gap, hi)]
+    return sorted(cuts)
+
+
 class Chunker:
-    def __init__(self, count_tokens: TokenCounter, options: ChunkingOptions | None = None) -> None:
+    def __init__(
+        self,
+        count_tokens: TokenCounter,
+        options: ChunkingOptions | None = None,
+        embed: EmbedFn | None = None,
+    ) -> None:
         self.count = count_tokens
         self.options = options or ChunkingOptions()
+        if self.options.unstructured == "semantic" and embed is None:
+            raise ValueError("semantic chunking needs an embed function")
+        self.embed = embed
 
     def chunk(self, doc: ParsedDocument, document_id: str) -> list[Chunk]:
         text, title = doc.text, doc.title
+        semantic = self.options.unstructured == "semantic" and not has_structure(doc)
         content = [b for b in doc.blocks if b.kind != "heading" and b.end > b.start]
         prefixes = {b.heading_trail: context_prefix(title, b.heading_trail) for b in content}
         prefix_tokens = dict(zip(prefixes, self.count([p + "\n\n" for p in prefixes.values()]), strict=True))
         block_tokens = self.count([text[b.start : b.end] for b in content])
+        # Token counts add up minus the two special tokens each count includes.
+        budgets = [self.options.target_tokens - prefix_tokens[b.heading_trail] + 2 for b in content]
+        planned = self._semantic_plan(text, content, block_tokens, budgets) if semantic else {}
         units: list[_Unit] = []
-        for block, tokens in zip(content, block_tokens, strict=True):
-            # Token counts add up minus the two special tokens each count includes.
-            budget = self.options.target_tokens - prefix_tokens[block.heading_trail] + 2
+        for i, (block, tokens, budget) in enumerate(zip(content, block_tokens, budgets, strict=True)):
+            if i in planned:
+                units.extend(planned[i])
+                continue
             # A margin of a few tokens: counts of parts can differ by one from the count of the whole.
             limit = self.options.max_tokens - prefix_tokens[block.heading_trail] - 4
             units.extend(self._units(text, block, tokens, budget, limit))
@@ -197,12 +272,62 @@ class Chunker:
     def _tokens(self, text: str, start: int, end: int) -> int:
         return self.count([text[start:end]])[0] - 2
 
-    def _sentence_windows(self, text: str, block: Block, budget: int) -> list[_Unit]:
+    def _sentence_pieces(self, text: str, block: Block, budget: int) -> list[tuple[int, int, int]]:
         sentences = sentence_spans(text, block.start, block.end)
         counts = [c - 2 for c in self.count([text[a:b] for a, b in sentences])]
         pieces: list[tuple[int, int, int]] = []
         for (a, b), t in zip(sentences, counts, strict=True):
             pieces.extend(self._hard_split(text, a, b, budget) if t > budget else [(a, b, t)])
+        return pieces
+
+    def _semantic_plan(
+        self, text: str, blocks: list[Block], tokens: list[int], budgets: list[int]
+    ) -> dict[int, list[_Unit]]:
+        """Topic-shift segments for the paragraphs of a document without structure.
+
+        All paragraphs are embedded in one call and the cut threshold is a percentile of the
+        whole document's gap similarities, so a paragraph on one topic is not cut just
+        because it is long. A paragraph with no cut and within budget is left out of the
+        plan (it packs with its neighbours as usual).
+        """
+        plans: list[tuple[int, list[tuple[int, int, int]], int]] = []
+        texts: list[str] = []
+        for i, block in enumerate(blocks):
+            if block.kind != "paragraph":
+                continue
+            pieces = self._sentence_pieces(text, block, budgets[i])
+            if len(pieces) < 2:
+                continue
+            # Each side of a gap is two sentences (one alone is too short to compare reliably):
+            # pairs[j] covers pieces j and j+1 (the last one alone); then piece 0 alone.
+            n = len(pieces)
+            plans.append((i, pieces, len(texts)))
+            texts += [text[pieces[j][0] : pieces[min(j + 1, n - 1)][1]] for j in range(n)]
+            texts.append(text[pieces[0][0] : pieces[0][1]])
+        if not plans or self.embed is None:
+            return {}
+        vectors = np.asarray(self.embed(texts), dtype=np.float32)
+        sims: list[list[float]] = []
+        for _, pieces, base in plans:
+            n = len(pieces)
+            v = vectors[base : base + n + 1]
+            sims.append([float(v[gap - 2 if gap >= 2 else n] @ v[gap]) for gap in range(1, n)])
+        threshold = float(np.percentile([x for s in sims for x in s], self.options.semantic_percentile))
+        out: dict[int, list[_Unit]] = {}
+        for (i, pieces, _), gaps in zip(plans, sims, strict=True):
+            sizes = [t + 1 for _, _, t in pieces]  # + 1: the space joining sentences
+            cuts = semantic_cuts(gaps, sizes, budgets[i], threshold, self.options.semantic_min_tokens)
+            if not cuts and tokens[i] <= budgets[i]:
+                continue
+            block = blocks[i]
+            out[i] = [
+                _Unit(pieces[lo][0], pieces[hi - 1][1], block, sum(sizes[lo:hi]), standalone=True)
+                for lo, hi in zip([0, *cuts], [*cuts, len(pieces)], strict=True)
+            ]
+        return out
+
+    def _sentence_windows(self, text: str, block: Block, budget: int) -> list[_Unit]:
+        pieces = self._sentence_pieces(text, block, budget)
         units: list[_Unit] = []
         i = 0
         while i < len(pieces):

@@ -9,6 +9,7 @@ from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any
 
+from citeline.chunking import UNSTRUCTURED_MODES
 from citeline.errors import ConfigError
 
 SETTINGS_FILE = "citeline.toml"
@@ -23,6 +24,8 @@ class Settings:
     embedder: str = "minilm-int8"
     chunk_tokens: int = 200
     overlap_tokens: int = 40
+    # documents with no headings at all (flat PDFs, text dumps): "windows" or "semantic"
+    chunk_unstructured: str = "windows"
     max_file_mb: float = 64.0
     max_text_chars: int = 5_000_000
     # retrieval
@@ -129,3 +132,5 @@ def _validate(s: Settings) -> None:
         raise ConfigError(f"alpha must be within [0, 1], got {s.alpha}.")
     if s.top_k < 1 or s.context_passages < 1 or s.chunk_tokens < 16:
         raise ConfigError("top_k and context_passages must be at least 1, chunk_tokens at least 16.")
+    if s.chunk_unstructured not in UNSTRUCTURED_MODES:
+        raise ConfigError(f"chunk_unstructured must be one of {', '.join(UNSTRUCTURED_MODES)}.")

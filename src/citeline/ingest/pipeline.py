@@ -7,10 +7,11 @@ import os
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import cast
 
 import numpy as np
 
-from citeline.chunking import Chunker, ChunkingOptions
+from citeline.chunking import Chunker, ChunkingOptions, UnstructuredMode
 from citeline.embedding.base import Embedder
 from citeline.errors import CitelineError, ParseError
 from citeline.index.sqlite import SqliteStore, text_hash
@@ -90,9 +91,13 @@ class Ingestor:
                 target_tokens=settings.chunk_tokens,
                 max_tokens=embedder.max_tokens,
                 overlap_tokens=settings.overlap_tokens,
+                unstructured=cast(UnstructuredMode, settings.chunk_unstructured),
             ),
+            embed=embedder.embed,
         )
         self.signature = f"{PIPELINE_VERSION}:{settings.chunk_tokens}:{settings.overlap_tokens}"
+        if settings.chunk_unstructured != "windows":
+            self.signature += f":{settings.chunk_unstructured}"
 
     def add(
         self,
