@@ -25,6 +25,7 @@ from citeline.models import Answer, Hit
 from citeline.rerank.base import Reranker
 from citeline.retrieval.filters import Filter
 from citeline.retrieval.hybrid import HybridRetriever, Retrieval
+from citeline.retrieval.rewrite import QueryExpander
 from citeline.settings import SETTINGS_FILE, Settings, load_settings
 
 
@@ -163,7 +164,19 @@ class KnowledgeBase:
     # -- search and answers --------------------------------------------------------------------
 
     def retriever(self) -> HybridRetriever:
-        return HybridRetriever(self.store, self.embedder)
+        return HybridRetriever(self.store, self.embedder, self.query_expander)
+
+    @property
+    def query_expander(self) -> QueryExpander | None:
+        mode = self.settings.query_expansion
+        if mode == "none":
+            return None
+        complete = getattr(self.generator, "complete", None)
+        if complete is None:
+            raise ConfigError(
+                f"query_expansion '{mode}' needs an LLM generator, not '{self.settings.generator}'."
+            )
+        return QueryExpander(complete, mode)
 
     def retrieve(
         self, query: str, flt: Filter | None = None, k: int | None = None, **options: Any

@@ -11,6 +11,7 @@ from typing import Any
 
 from citeline.chunking import UNSTRUCTURED_MODES
 from citeline.errors import ConfigError
+from citeline.retrieval.rewrite import MODES as EXPANSION_MODES
 
 SETTINGS_FILE = "citeline.toml"
 DEFAULT_INDEX = ".citeline"
@@ -34,6 +35,8 @@ class Settings:
     rrf_k: int = 60
     alpha: float = 0.5  # convex combination weight of the dense side
     reranker: str = "none"
+    # LLM query expansion: "none", "multi" (rewrites), "hyde" (vague questions only) or "multi+hyde"
+    query_expansion: str = "none"
     rerank_depth: int = 30
     mmr_lambda: float = 0.7
     context_passages: int = 5
@@ -132,5 +135,7 @@ def _validate(s: Settings) -> None:
         raise ConfigError(f"alpha must be within [0, 1], got {s.alpha}.")
     if s.top_k < 1 or s.context_passages < 1 or s.chunk_tokens < 16:
         raise ConfigError("top_k and context_passages must be at least 1, chunk_tokens at least 16.")
+    if s.query_expansion not in EXPANSION_MODES:
+        raise ConfigError(f"query_expansion must be one of {', '.join(EXPANSION_MODES)}.")
     if s.chunk_unstructured not in UNSTRUCTURED_MODES:
         raise ConfigError(f"chunk_unstructured must be one of {', '.join(UNSTRUCTURED_MODES)}.")

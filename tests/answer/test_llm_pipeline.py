@@ -85,3 +85,19 @@ def test_openai_compatible_server_answers_from_the_samples(
     assert any(c.source.endswith("configuration-reference.md") for c in answer.citations)
     for c in answer.citations:
         assert kb.store.document_text(c.document_id)[c.start : c.end] == c.quote
+
+
+def test_local_llm_expands_a_vague_question_and_the_trace_shows_it(llm_kb: KnowledgeBase) -> None:
+    settings = llm_kb.settings
+    llm_kb.settings = settings.replace(query_expansion="multi+hyde")
+    try:
+        answer = llm_kb.ask("How do I make syncing faster?")
+    finally:
+        llm_kb.settings = settings
+    assert answer.trace_id
+    trace = llm_kb.trace(answer.trace_id)
+    assert trace is not None
+    expansion = trace["expansion"]
+    assert expansion["queries"], "the model wrote no usable rewrite"
+    assert all(q.strip() and q != "How do I make syncing faster?" for q in expansion["queries"])
+    assert expansion["passage"], "a vague question gets a hypothetical passage"

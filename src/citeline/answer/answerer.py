@@ -144,6 +144,11 @@ class Answerer:
                 "dense": [{"chunk_id": c, "score": round(s, 6)} for c, s in retrieval.dense],
                 "fused": [_hit_json(h) for h in retrieval.hits],
             },
+            "expansion": (
+                {"queries": list(retrieval.expansion.queries), "passage": retrieval.expansion.passage}
+                if retrieval.expansion is not None
+                else None
+            ),
             "context": [{"n": p.number, **_hit_json(p.hit)} for p in passages],
             "relevance": relevance.to_json(),
             "threshold": self.settings.refusal_threshold,

@@ -1,4 +1,8 @@
-"""Hybrid retrieval: BM25 and dense top-k, each pre-filtered, merged by fusion."""
+"""Hybrid retrieval: BM25 and dense top-k, each pre-filtered, merged by fusion.
+
+With an LLM expansion (rewrites, a hypothetical passage) every extra query adds its own
+BM25 and dense lists, and all lists are merged by reciprocal rank fusion.
+"""
 
 from __future__ import annotations
 
@@ -12,6 +16,7 @@ from citeline.index.sqlite import SqliteStore
 from citeline.models import Hit, StageScore
 from citeline.retrieval.filters import Filter
 from citeline.retrieval.fusion import convex_combination, reciprocal_rank_fusion
+from citeline.retrieval.rewrite import Expansion, QueryExpander
 
 
 @dataclass
@@ -24,12 +29,14 @@ class Retrieval:
     dense: list[tuple[str, float]]
     query_vector: np.ndarray
     timings_ms: dict[str, float] = field(default_factory=dict)
+    expansion: Expansion | None = None
 
 
 class HybridRetriever:
-    def __init__(self, store: SqliteStore, embedder: Embedder) -> None:
+    def __init__(self, store: SqliteStore, embedder: Embedder, expander: QueryExpander | None = None) -> None:
         self.store = store
         self.embedder = embedder
+        self.expander = expander
 
     def retrieve(
         self,
@@ -40,11 +47,19 @@ class HybridRetriever:
         rrf_k: int = 60,
         alpha: float = 0.5,
         stages: tuple[str, ...] = ("bm25", "dense"),
+        expansion: Expansion | None = None,
     ) -> Retrieval:
         flt = flt or Filter()
         timings: dict[str, float] = {}
+        if expansion is None and self.expander is not None:
+            t = time.perf_counter()
+            expansion = self.expander.expand(query)
+            timings["expand_query"] = (time.perf_counter() - t) * 1000
+        expansion = expansion if expansion is not None and not expansion.is_empty else None
+        extra = [*expansion.queries, *([expansion.passage] if expansion.passage else [])] if expansion else []
         t = time.perf_counter()
-        vector = self.embedder.embed([query])[0]
+        vectors = self.embedder.embed([query, *extra])
+        vector = vectors[0]
         timings["embed_query"] = (time.perf_counter() - t) * 1000
         t = time.perf_counter()
         lexical = self.store.keyword_search(query, flt, k) if "bm25" in stages else []
@@ -52,11 +67,20 @@ class HybridRetriever:
         t = time.perf_counter()
         dense = self.store.vector_search(vector, flt, k) if "dense" in stages else []
         timings["dense"] = (time.perf_counter() - t) * 1000
+        lists = [[c for c, _ in lexical], [c for c, _ in dense]]
+        if expansion is not None:
+            t = time.perf_counter()
+            for i, text in enumerate(extra, 1):
+                if "bm25" in stages and i <= len(expansion.queries):  # the passage is for dense only
+                    lists.append([c for c, _ in self.store.keyword_search(text, flt, k)])
+                if "dense" in stages:
+                    lists.append([c for c, _ in self.store.vector_search(vectors[i], flt, k)])
+            timings["expansion_search"] = (time.perf_counter() - t) * 1000
         t = time.perf_counter()
-        if fusion == "convex":
+        if fusion == "convex" and expansion is None:
             fused = convex_combination(dict(lexical), dict(dense), alpha)
         else:
-            fused = reciprocal_rank_fusion([[c for c, _ in lexical], [c for c, _ in dense]], k=rrf_k)
+            fused = reciprocal_rank_fusion(lists, k=rrf_k)
         per_stage = {
             "bm25": {c: StageScore(s, r) for r, (c, s) in enumerate(lexical, 1)},
             "dense": {c: StageScore(s, r) for r, (c, s) in enumerate(dense, 1)},
@@ -75,4 +99,4 @@ class HybridRetriever:
                 Hit(chunk=chunk, source=doc.source, title=doc.title, score=score, stages=stage_scores)
             )
         timings["fuse"] = (time.perf_counter() - t) * 1000
-        return Retrieval(query, hits, lexical, dense, vector, timings)
+        return Retrieval(query, hits, lexical, dense, vector, timings, expansion)
