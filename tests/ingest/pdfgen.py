@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from reportlab.lib.pdfencrypt import StandardEncryption
 from reportlab.pdfbase.pdfmetrics import stringWidth
 from reportlab.pdfgen import canvas
+from reportlab.platypus import Flowable, SimpleDocTemplate
 
 PAGE_W, PAGE_H = 612.0, 792.0
 
@@ -84,6 +85,37 @@ def flow(
             y -= size * 1.25
         y -= size * 1.0  # paragraph gap
     return out, y
+
+
+def table(
+    rows: Sequence[Sequence[str]],
+    xs: Sequence[float],
+    *,
+    top: float = 700.0,
+    size: float = 10.0,
+    pitch: float = 14.0,
+    right: Iterable[int] = (),
+    font: str = "Helvetica",
+) -> tuple[list[Line], float]:
+    """Cells drawn with plain strings at column x positions, no ruling lines; columns in
+    `right` are right-aligned at their x. Returns the lines and the y of the next row."""
+    out: list[Line] = []
+    y = top
+    right = set(right)
+    for row in rows:
+        for j, (x, cell) in enumerate(zip(xs, row, strict=True)):
+            if cell:
+                shift = stringWidth(cell, font, size) if j in right else 0.0
+                out.append(Line(x - shift, y, cell, size, font))
+        y -= pitch
+    return out, y
+
+
+def build_story(story: Sequence[Flowable]) -> bytes:
+    """A PDF laid out by reportlab's platypus (paragraphs, tables) on US letter pages."""
+    buf = io.BytesIO()
+    SimpleDocTemplate(buf, pagesize=(PAGE_W, PAGE_H), invariant=True).build(list(story))
+    return buf.getvalue()
 
 
 def build_pdf(

@@ -12,7 +12,7 @@ import ctypes
 import re
 import statistics
 from collections import Counter, defaultdict
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from itertools import pairwise
 from pathlib import Path
 from typing import Any
@@ -21,13 +21,15 @@ import pypdfium2 as pdfium
 import pypdfium2.raw as pdfium_c
 
 from citeline.errors import ParseError
+from citeline.ingest import pdf_tables
+from citeline.ingest.pdf_layout import Line, PageLines, norm, reading_order, strip_running
+from citeline.ingest.pdf_tables import CELL_GAP
 from citeline.models import Block, BlockKind, ParsedDocument
 
 # Words: runs of visible characters. PDFium writes U+FFFE (GetUnicode: 0x02) where it
 # found an end-of-line hyphen; it is a word break for geometry, dropped from the text.
 _WORD = re.compile(r"[^\s\ufffe\x00-\x1f\x7f]+")
 _HYPHEN_MARKS = ("\ufffe", "\x02")
-_PAGE_NUMBER = re.compile(r"^(page\s+)?(\d{1,5}|[ivxlcdm]{1,6})(\s*(of|/)\s*\d{1,5})?$", re.IGNORECASE)
 _BULLET = re.compile(r"^([•◦▪‣∙·●○■□–*-]|\(?\d{1,3}[.)]|\(?[a-z][.)])\s")
 _SENTENCE_END = re.compile(r"[.!?:;][\"'”’)\]]*\Z")
 _SECTION_NO = re.compile(r"^(chapter|section|part|appendix)?\s*[\dIVXivx]+(\.\d+)*\.?\s+", re.IGNORECASE)
@@ -40,36 +42,8 @@ _ERRORS = {
 }
 
 
-@dataclass(slots=True)
-class _Line:
-    """A run of words on one baseline (one column's part of a visual line)."""
-
-    text: str
-    x0: float
-    x1: float
-    top: float
-    bottom: float
-    size: float
-    hyphen: bool = False  # PDFium saw an end-of-line hyphen after the last word
-    page: int = 0
-    flow: int = 0  # lines of one flow are read top-down; a new flow = new column / page
-    level: int = 0  # heading level (1..6) or 0 for body text
-    mono: bool = False  # set in a fixed-pitch font: code
-
-
-@dataclass
-class _PageLines:
-    width: float
-    height: float
-    lines: list[_Line] = field(default_factory=list)
-
-
-def _norm(s: str) -> str:
-    return " ".join(s.split()).casefold()
-
-
 def _heading_key(s: str) -> str:
-    return _SECTION_NO.sub("", _norm(s))
+    return _SECTION_NO.sub("", norm(s))
 
 
 class PdfParser:
@@ -86,7 +60,7 @@ class PdfParser:
         try:
             meta = {k.lower(): v.strip() for k, v in pdf.get_metadata_dict(skip_empty=True).items()}
             outline = _outline(pdf)
-            pages: list[_PageLines] = []
+            pages: list[PageLines] = []
             for i in range(len(pdf)):
                 page = pdf[i]
                 try:
@@ -124,9 +98,9 @@ def _outline(pdf: pdfium.PdfDocument) -> list[tuple[int, str, int]]:
     return out
 
 
-def _read_page(page: pdfium.PdfPage, pno: int) -> _PageLines:
+def _read_page(page: pdfium.PdfPage, pno: int) -> PageLines:
     width, height = page.get_size()
-    result = _PageLines(width, height)
+    result = PageLines(width, height)
     tp = page.get_textpage()
     try:
         n = pdfium_c.FPDFText_CountChars(tp)
@@ -155,14 +129,19 @@ def _is_mono(tp: Any, index: int, name: Any, flags: Any) -> bool:
     return bool(flags.value & 1) or bool(_MONO_FONT.search(name.value.decode("latin-1")))
 
 
-def _words_to_lines(textpage: pdfium.PdfTextPage, text: str, pno: int) -> list[_Line]:
+def _words_to_lines(textpage: pdfium.PdfTextPage, text: str, pno: int) -> list[Line]:
     tp = textpage.raw  # the raw handle: this loop makes a few ctypes calls per word
     get_box, rect = pdfium_c.FPDFText_GetLooseCharBox, pdfium_c.FS_RECTF()
     name, flags = ctypes.create_string_buffer(128), ctypes.c_int()
-    lines: list[_Line] = []
+    lines: list[Line] = []
     words: list[list[str]] = []
     marks: list[list[int]] = []  # per line: index of its first, second word's first, last char
-    cur: _Line | None = None
+    # Gaps too narrow to break a line but maybe between table cells: line index -> (gap x0,
+    # gap x1, index of the word after it), and the line's other gaps as (sum, count).
+    wide: dict[int, list[tuple[float, float, int]]] = {}
+    spacing: dict[int, tuple[float, int]] = {}
+    gsum, gcount = 0.0, 0
+    cur: Line | None = None
     for m in _WORD.finditer(text):
         a, b = m.start(), m.end() - 1
         # The loose box spans the font's ascent..descent, so it is the same for every
@@ -182,6 +161,10 @@ def _words_to_lines(textpage: pdfium.PdfTextPage, text: str, pno: int) -> list[_
             if overlap >= 0.5 * min(cur.top - cur.bottom, top - bottom) and -0.5 * em <= gap <= 1.8 * max(
                 em, cur.size
             ):
+                if gap >= CELL_GAP * em:
+                    wide.setdefault(len(lines) - 1, []).append((cur.x1, x0, len(words[-1])))
+                else:
+                    gsum, gcount = gsum + gap, gcount + 1
                 words[-1].append(m.group())
                 cur.x1 = max(cur.x1, x1)
                 cur.top, cur.bottom = max(cur.top, top), min(cur.bottom, bottom)
@@ -190,151 +173,32 @@ def _words_to_lines(textpage: pdfium.PdfTextPage, text: str, pno: int) -> list[_
                     marks[-1][1] = a
                 marks[-1][2] = b
                 continue
+        if lines and len(lines) - 1 in wide:
+            spacing[len(lines) - 1] = (gsum, gcount)
+        gsum, gcount = 0.0, 0
         size = pdfium_c.FPDFText_GetFontSize(tp, a)
         if size < 2.0:  # font scaled by the text matrix: Tf says 1
             size = em
-        cur = _Line("", x0, x1, top, bottom, size, hyphen, pno)
+        cur = Line("", x0, x1, top, bottom, size, hyphen, pno)
         lines.append(cur)
         words.append([m.group()])
         marks.append([a, -1, b])
-    for ln, ws, (first, second, end) in zip(lines, words, marks, strict=True):
+    if lines and len(lines) - 1 in wide:
+        spacing[len(lines) - 1] = (gsum, gcount)
+    for i, (ln, ws, (first, second, end)) in enumerate(zip(lines, words, marks, strict=True)):
         ln.text = " ".join(ws)
         # Code: starts (after a listing's line number, if any) and ends in a fixed-pitch
         # font; prose that merely opens with a `literal` does not end in one.
         if ws[0].isdigit() and second >= 0:
             first = second
         ln.mono = _is_mono(tp, first, name, flags) and _is_mono(tp, end, name, flags)
+        if i in wide:
+            ln.cells = pdf_tables.gap_cells(ln, ws, wide[i], spacing[i])
     return lines
 
 
-def _strip_running(pages: list[_PageLines]) -> None:
-    """Drop page numbers and lines repeated at the same place on several pages."""
-    seen: dict[tuple[str, int], set[int]] = defaultdict(set)
-    edges: list[list[_Line]] = []
-    for pno, p in enumerate(pages):
-        cand = _margin_lines(p.lines)
-        edges.append(cand)
-        for ln in cand:
-            seen[(re.sub(r"\d+", "#", _norm(ln.text)), round(ln.top / 6))].add(pno)
-    need = 2 if len(pages) == 2 else 3
-    for p, cand in zip(pages, edges, strict=True):
-        drop = {
-            id(ln)
-            for ln in cand
-            if _PAGE_NUMBER.match(ln.text.strip())
-            or len(seen[(re.sub(r"\d+", "#", _norm(ln.text)), round(ln.top / 6))]) >= need
-        }
-        if drop:
-            p.lines = [ln for ln in p.lines if id(ln) not in drop]
-
-
-def _margin_lines(lines: list[_Line]) -> list[_Line]:
-    """Lines in the top or bottom margin: at most two rows at either end of the page,
-    set off from the body by a gap of at least a line height."""
-    rows: list[list[_Line]] = []
-    for ln in sorted(lines, key=lambda ln: -ln.top):
-        if rows and abs(rows[-1][0].top - ln.top) < 0.5 * ln.size:
-            rows[-1].append(ln)
-        else:
-            rows.append([ln])
-    out: dict[int, _Line] = {}
-    for from_top, seq in ((True, rows), (False, rows[::-1])):
-        for i in range(min(2, len(seq) - 1)):
-            a, b = seq[i][0], seq[i + 1][0]
-            gap = a.bottom - b.top if from_top else b.bottom - a.top
-            if gap >= a.size:
-                out.update((id(ln), ln) for row in seq[: i + 1] for ln in row)
-                break
-    return list(out.values())
-
-
-def _gutter(lines: list[_Line], width: float) -> float | None:
-    """x of the gap between two text columns, or None for a single-column page."""
-    if len(lines) < 6:
-        return None
-    step = 2.0
-    nbins = int(width / step) + 1
-    cover = [0] * nbins
-    for ln in lines:
-        for k in range(max(int(ln.x0 / step), 0), min(int(ln.x1 / step) + 1, nbins)):
-            cover[k] += 1
-    allowed = max(1, len(lines) // 10)  # full-width lines (titles) may cross the gutter
-    best: tuple[float, float] | None = None
-    k = int(nbins * 0.2)
-    while k < int(nbins * 0.8):
-        if cover[k] > allowed:
-            k += 1
-            continue
-        j = k
-        while j < nbins and cover[j] <= allowed:
-            j += 1
-        if (j - k) * step >= 6 and (best is None or j - k > best[1] - best[0]):
-            best = (k * step, j * step)
-        k = j
-    if best is None:
-        return None
-    gx0, gx1 = best
-    left = [ln for ln in lines if ln.x1 <= gx0 + step]
-    right = [ln for ln in lines if ln.x0 >= gx1 - step]
-    if len(left) < 3 or len(right) < 3:
-        return None
-    # Real columns are filled by their lines; label/value layouts are not.
-    for side in (left, right):
-        span = max(ln.x1 for ln in side) - min(ln.x0 for ln in side)
-        if sum(ln.x1 - ln.x0 >= 0.75 * span for ln in side) < 0.3 * len(side):
-            return None
-    return (gx0 + gx1) / 2
-
-
-def _reading_order(p: _PageLines, flow: int) -> tuple[list[_Line], int]:
-    """Order a page's lines for reading; returns them and the last flow id used.
-
-    On a two-column page, lines crossing the gutter (titles, wide figures) cut the page
-    into bands; within a band the left column is read before the right one.
-    """
-    lines = sorted(p.lines, key=lambda ln: (-ln.bottom, ln.x0))
-    gx = _gutter(lines, p.width)
-    out: list[_Line] = []
-    groups: list[list[_Line]] = [[], [], []]  # left column, right column, full width
-
-    def flush(*which: int) -> None:
-        nonlocal flow
-        for g in which:
-            if groups[g]:
-                flow += 1
-                out.extend(_merge_baselines(groups[g], flow))
-                groups[g] = []
-
-    for ln in lines:
-        if gx is None or ln.x0 < gx < ln.x1:
-            flush(0, 1)
-            groups[2].append(ln)
-        else:
-            flush(2)
-            groups[0 if ln.x1 <= gx else 1].append(ln)
-    flush(0, 1, 2)
-    return out, flow
-
-
-def _merge_baselines(lines: list[_Line], flow: int) -> list[_Line]:
-    """Join pieces that share a baseline (cells, tab stops) into one line, left to right."""
-    out: list[_Line] = []
-    for ln in lines:
-        ln.flow = flow
-        last = out[-1] if out else None
-        if last is not None and abs(last.bottom - ln.bottom) < 0.3 * min(last.size, ln.size):
-            first, second = (last, ln) if last.x0 <= ln.x0 else (ln, last)
-            last.text = first.text + " " + second.text
-            last.hyphen = second.hyphen
-            last.x0, last.x1 = min(last.x0, ln.x0), max(last.x1, ln.x1)
-            last.top, last.size = max(last.top, ln.top), max(last.size, ln.size)
-        else:
-            out.append(ln)
-    return out
-
-
 def _mark_headings(
-    pages: list[list[_Line]], outline: list[tuple[int, str, int]], body: float
+    pages: list[list[Line]], outline: list[tuple[int, str, int]], body: float
 ) -> dict[int, list[tuple[int, str]]]:
     """Set heading levels: from the outline when there is one, else from font size.
 
@@ -372,7 +236,7 @@ def _mark_headings(
     return unmatched
 
 
-def _is_big(ln: _Line, body: float) -> bool:
+def _is_big(ln: Line, body: float) -> bool:
     return (
         not ln.mono and ln.size >= body * 1.08 and len(ln.text) <= 200 and any(c.isalpha() for c in ln.text)
     )
@@ -381,14 +245,14 @@ def _is_big(ln: _Line, body: float) -> bool:
 @dataclass
 class _Blk:
     kind: BlockKind
-    lines: list[_Line]
+    lines: list[Line]
     level: int = 0
 
 
 def _assemble(
-    pages: list[_PageLines], outline: list[tuple[int, str, int]], meta: dict[str, str], path: Path
+    pages: list[PageLines], outline: list[tuple[int, str, int]], meta: dict[str, str], path: Path
 ) -> ParsedDocument:
-    _strip_running(pages)
+    strip_running(pages)
     weights: Counter[float] = Counter()
     ratios: list[float] = []
     for p in pages:
@@ -401,10 +265,10 @@ def _assemble(
         raise ParseError(str(path), "no text content (only page headers/footers)")
     body = weights.most_common(1)[0][0]
     para_gap = (statistics.median(ratios) if ratios else 1.2) * 1.3
-    ordered: list[list[_Line]] = []
+    ordered: list[list[Line]] = []
     flow = 0
     for p in pages:
-        lines, flow = _reading_order(p, flow)
+        lines, flow = reading_order(p, flow)
         ordered.append(lines)
     pages_outline = [o for o in outline if 1 <= o[2] <= len(pages)]
     unmatched = _mark_headings(ordered, pages_outline, body)
@@ -418,10 +282,18 @@ def _assemble(
     return _emit(blocks, unmatched, len(pages), title, title_from_meta, meta)
 
 
-def _group(pages: list[list[_Line]], para_gap: float) -> list[_Blk]:
+def _group(pages: list[list[Line]], para_gap: float) -> list[_Blk]:
     blocks: list[_Blk] = []
     for lines in pages:
+        tables = dict(pdf_tables.find_tables(lines))
+        skip = 0
         for i, ln in enumerate(lines):
+            if i < skip:
+                continue  # inside a table
+            if i in tables:
+                skip = tables[i]
+                _add_table(blocks, lines[i:skip])
+                continue
             cur = blocks[-1] if blocks else None
             last = cur.lines[-1] if cur else None
             first_of_flow = i == 0 or lines[i - 1].flow != ln.flow
@@ -449,7 +321,7 @@ def _group(pages: list[list[_Line]], para_gap: float) -> list[_Blk]:
             if (
                 cur is None
                 or last is None
-                or cur.kind in ("heading", "code")
+                or cur.kind in ("heading", "code", "table")
                 or abs(last.size - ln.size) > 0.6
             ):
                 blocks.append(_Blk("list" if bullet else "paragraph", [ln]))
@@ -471,8 +343,24 @@ def _group(pages: list[list[_Line]], para_gap: float) -> list[_Blk]:
     return blocks
 
 
-def _join(lines: list[_Line], kind: BlockKind = "paragraph") -> tuple[str, list[int]]:
+def _add_table(blocks: list[_Blk], lines: list[Line]) -> None:
+    """A table block; a table going on at the top of the next page extends the previous one."""
+    prev = blocks[-1] if blocks else None
+    if (
+        prev is not None
+        and prev.kind == "table"
+        and lines[0].page == prev.lines[-1].page + 1
+        and pdf_tables.same_columns(prev.lines, lines)
+    ):
+        prev.lines.extend(lines)
+    else:
+        blocks.append(_Blk("table", list(lines)))
+
+
+def _join(lines: list[Line], kind: BlockKind = "paragraph") -> tuple[str, list[int]]:
     """The block's text and where each line starts in it (hyphens repaired)."""
+    if kind == "table":
+        return pdf_tables.render(lines)
     out = lines[0].text
     offsets = [0]
     left = min(ln.x0 for ln in lines)
@@ -536,7 +424,7 @@ def _emit(
         trail: tuple[str, ...]
         if b.kind == "heading":
             is_title = (
-                not seen_heading and _norm(text) == _norm(title) and (title_from_meta or levels[b.level] == 1)
+                not seen_heading and norm(text) == norm(title) and (title_from_meta or levels[b.level] == 1)
             )
             seen_heading = True
             if is_title:
