@@ -34,6 +34,8 @@ bench: $(STAMP)
 	$(BIN)/python benchmarks/bench_questions.py
 	$(BIN)/python benchmarks/bench_retrieval.py
 	$(BIN)/python benchmarks/bench_answers.py
+	$(BIN)/python benchmarks/bench_semantic_chunking.py
+	$(BIN)/python benchmarks/bench_query_expansion.py acronyms --split test
 
 lint: $(STAMP)
 	$(BIN)/ruff check src tests benchmarks

@@ -25,7 +25,7 @@ from citeline.ingest.html import HtmlParser
 from citeline.ingest.pdf import PdfParser
 
 PARSERS = {".pdf": PdfParser(), ".html": HtmlParser(), ".htm": HtmlParser(), ".docx": DocxParser()}
-WORDS = (  # noqa: SIM905
+WORDS = (
     "gateway request latency cache token route policy header upstream retry budget "
     "timeout cluster region replica shard index query vector answer citation span"
 ).split()

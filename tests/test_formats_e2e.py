@@ -8,10 +8,10 @@ from pathlib import Path
 
 import docx
 import pytest
-from ingest.pdfgen import Bookmark, Page, build_pdf, flow
 
 import citeline
 from citeline.kb import KnowledgeBase
+from ingest.pdfgen import Bookmark, Page, build_pdf, flow
 
 
 def _pdf(path: Path) -> None:

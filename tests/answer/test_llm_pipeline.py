@@ -72,7 +72,9 @@ def test_guard_refuses_before_the_llm_is_asked(llm_kb: KnowledgeBase) -> None:
 
 
 def test_openai_compatible_server_answers_from_the_samples(
-    llm_kb: KnowledgeBase, server: tuple[str, str], monkeypatch: pytest.MonkeyPatch  # noqa: F811
+    llm_kb: KnowledgeBase,
+    server: tuple[str, str],  # noqa: F811
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     base_url, key = server
     monkeypatch.setenv("OPENAI_API_KEY", key)
