@@ -20,7 +20,7 @@ from citeline.models import Chunk, Document
 from citeline.settings import Settings
 
 # Bump when parsing or chunking changes what a file turns into, so unchanged files are redone.
-PIPELINE_VERSION = "1"
+PIPELINE_VERSION = "2"  # 2: PDF tables
 
 Progress = Callable[[str, int], None]  # (event, amount): "file" per file, "chunks" per chunk embedded
 
