@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 from pathlib import Path
 
@@ -79,16 +80,19 @@ def test_a_flat_text_is_cut_where_the_topic_changes(embedder: Embedder) -> None:
     assert any(c.start < boundary < c.end for c in windows)
 
 
-def test_documents_with_headings_keep_structure_first_chunking(embedder: Embedder) -> None:
-    source = "# Notes\n\n" + " ".join(BREAD + TELESCOPE) + "\n"
-    doc = MarkdownParser().parse(source.encode(), Path("notes.md"))
-    assert has_structure(doc)
+def test_headings_or_a_structured_format_keep_structure_first_chunking(embedder: Embedder) -> None:
+    flat = " ".join(BREAD + TELESCOPE)
     options = ChunkingOptions(max_tokens=embedder.max_tokens, unstructured="semantic")
-    semantic = Chunker(embedder.count_tokens, options, embed=embedder.embed).chunk(doc, "d" * 24)
-    windows = Chunker(embedder.count_tokens, ChunkingOptions(max_tokens=embedder.max_tokens)).chunk(
-        doc, "d" * 24
-    )
-    assert [(c.start, c.end) for c in semantic] == [(c.start, c.end) for c in windows]
+    semantic = Chunker(embedder.count_tokens, options, embed=embedder.embed)
+    windows = Chunker(embedder.count_tokens, ChunkingOptions(max_tokens=embedder.max_tokens))
+    headed = MarkdownParser().parse(f"# Notes\n\n{flat}\n".encode(), Path("notes.md"))
+    assert has_structure(headed)
+    plain_md = MarkdownParser().parse(f"{flat}\n".encode(), Path("notes.md"))
+    assert not has_structure(plain_md)
+    # a text file with headings (as a parser could report them) and a Markdown file without any
+    for doc in (dataclasses.replace(headed, format="text"), plain_md):
+        got = [(c.start, c.end) for c in semantic.chunk(doc, "d" * 24)]
+        assert got == [(c.start, c.end) for c in windows.chunk(doc, "d" * 24)]
 
 
 def test_semantic_mode_needs_an_embed_function_and_a_known_name(tmp_path: Path) -> None:

@@ -7,7 +7,7 @@ then tables are cut between rows (each piece repeats the header row in its index
 text) and code between lines. Long paragraphs become sentence windows with a
 sentence-aligned overlap. Every chunk is an exact span of the document text.
 
-A document with no usable structure (no headings at all: a flat PDF export, a text dump)
+A PDF or text file with no usable structure (no headings at all: a flat export, a text dump)
 can instead be cut where the topic shifts (``unstructured="semantic"``): long paragraphs
 are split at the sentence gaps where the embedding similarity of the text on either side
 drops the most. Which mode is the default for that case is decided by
@@ -30,6 +30,9 @@ TokenCounter = Callable[[Sequence[str]], list[int]]
 EmbedFn = Callable[[Sequence[str]], "np.ndarray"]
 UnstructuredMode = Literal["windows", "semantic"]
 UNSTRUCTURED_MODES: tuple[UnstructuredMode, ...] = ("windows", "semantic")
+# Where "no headings" means "no usable structure" (measured on flat PDFs); a Markdown or HTML
+# page without headings is usually short and already cut into paragraphs by its author.
+UNSTRUCTURED_FORMATS = ("pdf", "text")
 
 DEFAULT_TARGET_TOKENS = 200
 DEFAULT_OVERLAP_TOKENS = 40
@@ -143,7 +146,11 @@ class Chunker:
 
     def chunk(self, doc: ParsedDocument, document_id: str) -> list[Chunk]:
         text, title = doc.text, doc.title
-        semantic = self.options.unstructured == "semantic" and not has_structure(doc)
+        semantic = (
+            self.options.unstructured == "semantic"
+            and doc.format in UNSTRUCTURED_FORMATS
+            and not has_structure(doc)
+        )
         content = [b for b in doc.blocks if b.kind != "heading" and b.end > b.start]
         prefixes = {b.heading_trail: context_prefix(title, b.heading_trail) for b in content}
         prefix_tokens = dict(zip(prefixes, self.count([p + "\n\n" for p in prefixes.values()]), strict=True))
