@@ -82,7 +82,10 @@ def run_mode(
     data: BeirDataset, pdf_dir: Path, layouts: dict[str, list[str]], mode: str, k: int
 ) -> dict[str, float]:
     with tempfile.TemporaryDirectory() as tmp:
-        kb = citeline.open(Path(tmp) / "index", create=True, chunk_unstructured=mode, trace=False)
+        # "windows:120" = sentence windows with a 120-token target (a control for chunk size)
+        name, _, tokens = mode.partition(":")
+        sizes = {"chunk_tokens": int(tokens)} if tokens else {}
+        kb = citeline.open(Path(tmp) / "index", create=True, chunk_unstructured=name, trace=False, **sizes)
         t0 = time.perf_counter()
         report = kb.add([pdf_dir])
         ingest_s = time.perf_counter() - t0
@@ -97,6 +100,7 @@ def run_mode(
                 continue
             spans[doc.id] = [(i, a, b) for i, (a, b) in zip(layouts[name], found, strict=True)]
         n_chunks = kb.store.count_chunks()
+        mean_tokens = kb.store.conn.execute("SELECT AVG(token_count) FROM chunks").fetchone()[0]
         ndcg, coverage, purity = [], [], []
         for qid, query in data.queries.items():
             hits = kb.retrieve(query, k=30).hits
@@ -136,6 +140,7 @@ def run_mode(
         "coverage@5": round(mean(coverage), 4),
         "purity@5": round(mean(purity), 4),
         "chunks": n_chunks,
+        "mean_chunk_tokens": round(float(mean_tokens or 0), 1),
         "ingest_s": round(ingest_s, 1),
         "documents_unlocated": missing,
     }
@@ -149,7 +154,7 @@ def main() -> None:
     ap.add_argument("--distractors", type=int, default=500)
     ap.add_argument("--per-pdf", type=int, default=8)
     ap.add_argument("--layouts", default="flow,paragraphs")
-    ap.add_argument("--modes", default="windows,semantic")
+    ap.add_argument("--modes", default="windows,semantic", help='e.g. "windows,semantic,windows:120"')
     ap.add_argument("--seed", type=int, default=13)
     ap.add_argument("--out", help="write the results as JSON here")
     args = ap.parse_args()

@@ -7,11 +7,13 @@ then tables are cut between rows (each piece repeats the header row in its index
 text) and code between lines. Long paragraphs become sentence windows with a
 sentence-aligned overlap. Every chunk is an exact span of the document text.
 
-A PDF or text file with no usable structure (no headings at all: a flat export, a text dump)
-can instead be cut where the topic shifts (``unstructured="semantic"``): long paragraphs
-are split at the sentence gaps where the embedding similarity of the text on either side
-drops the most. Which mode is the default for that case is decided by
-``benchmarks/bench_semantic_chunking.py``.
+A PDF or text file with no usable structure (no headings at all: a flat export, a text
+dump) is cut where the topic shifts instead (``unstructured="semantic"``, the product's
+default for that case): its paragraphs are cut at the sentence gaps whose embedding
+similarity is among the lowest 10% of the document's gaps (both sides keeping 48 tokens),
+then at their least similar gaps until every piece fits. On flat PDFs of SciFact abstracts
+this took nDCG@10 from 0.823 (windows; 0.835 with 120-token windows) to 0.852, for about
+twice the ingest time (``benchmarks/bench_semantic_chunking.py``).
 """
 
 from __future__ import annotations

@@ -25,8 +25,9 @@ class Settings:
     embedder: str = "minilm-int8"
     chunk_tokens: int = 200
     overlap_tokens: int = 40
-    # documents with no headings at all (flat PDFs, text dumps): "windows" or "semantic"
-    chunk_unstructured: str = "windows"
+    # PDFs and text files with no headings at all: "semantic" (cut where the topic shifts) or
+    # "windows" (sentence windows); benchmarks/bench_semantic_chunking.py chose semantic
+    chunk_unstructured: str = "semantic"
     max_file_mb: float = 64.0
     max_text_chars: int = 5_000_000
     # retrieval

@@ -194,9 +194,8 @@ def open_eval_index(
     root = cache_root or default_cache_root()
     # Chunking settings come from the index's own citeline.toml (if any) and CITELINE_* variables.
     settings = load_settings(index if index is not None else Path(root) / "_defaults", embedder=embedder)
+    # (chunk_unstructured is left out: documents are staged as Markdown, which it never touches)
     chunking = f"{settings.chunk_tokens}:{settings.overlap_tokens}"
-    if settings.chunk_unstructured != "windows":
-        chunking += f":{settings.chunk_unstructured}"
     key = cache_key(dataset_path, dataset.corpus, embedder, chunking)
     base = Path(root) / key
     folder = Path(index) if index is not None else base / "index"
