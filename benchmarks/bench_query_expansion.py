@@ -164,6 +164,8 @@ def llm(args: argparse.Namespace) -> dict[str, Any]:
     questions = [json.loads(line) for line in (ROOT / "tests/data/questions.jsonl").read_text().splitlines()]
     questions = [q for q in questions if q.get("answerable") and q.get("source")]
     hit5: dict[str, list[float]] = defaultdict(list)
+    hit1: dict[str, list[float]] = defaultdict(list)
+    rr: dict[str, list[float]] = defaultdict(list)
     with tempfile.TemporaryDirectory() as tmp:
         kb = citeline.open(Path(tmp) / "idx", create=True, trace=False)
         kb.add([ROOT / "samples"])
@@ -172,11 +174,16 @@ def llm(args: argparse.Namespace) -> dict[str, Any]:
             name = q["source"].split("/")[-1]
             for mode in modes:
                 hits = run(retriever, mode, q["question"])
-                hit5[mode].append(float(any(h.source.endswith(name) for h in hits[:5])))
+                ranks = [i for i, h in enumerate(hits[:10], 1) if h.source.endswith(name)]
+                hit5[mode].append(float(bool(ranks) and ranks[0] <= 5))
+                hit1[mode].append(float(bool(ranks) and ranks[0] == 1))
+                rr[mode].append(1.0 / ranks[0] if ranks else 0.0)
         out["samples"] = {
             "questions": len(questions),
             "vague": sum(is_vague(q["question"]) for q in questions),
+            "gold_source_hit@1": {m: round(mean(v), 4) for m, v in hit1.items()},
             "gold_source_hit@5": {m: round(mean(v), 4) for m, v in hit5.items()},
+            "gold_source_mrr@10": {m: round(mean(v), 4) for m, v in rr.items()},
         }
         kb.close()
     out["expansion_seconds_p50"] = {m: round(sorted(v)[len(v) // 2], 2) for m, v in seconds.items() if v}
