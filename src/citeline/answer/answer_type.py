@@ -3,6 +3,8 @@
 Classic IR-based QA: "how long" wants a duration, "how much does it cost" an amount
 of money, "when" a date or time. A sentence that cannot be such an answer is not
 chosen however similar it is, and if no passage has one, the answer is a refusal.
+Likewise a sentence (with its heading) that does not name the years the question asks
+about is about something else.
 """
 
 from __future__ import annotations
@@ -96,3 +98,15 @@ def can_answer(kind: str | None, text: str) -> bool:
         # "how often" is also answered by "every Monday" or "weekly".
         return bool(_DURATION.search(text) or _EVERY.search(text))
     return bool(_CHECKS[kind].search(text))
+
+
+_YEAR = re.compile(r"\b(?:1[5-9]|20)\d{2}\b")
+
+
+def question_years(question: str) -> set[str]:
+    """Years the question names ("in 2019", "the 2021 policy"): an answer about another year is wrong."""
+    return set(_YEAR.findall(question))
+
+
+def mentions_years(years: set[str], text: str) -> bool:
+    return not years or years <= set(_YEAR.findall(text))

@@ -9,8 +9,8 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 
-from citeline.answer.answer_type import can_answer, expected_type
-from citeline.answer.relevance import weighted_coverage
+from citeline.answer.answer_type import can_answer, expected_type, mentions_years, question_years
+from citeline.answer.relevance import focus, weighted_coverage
 from citeline.answer.units import Unit, passage_units
 from citeline.embedding.base import Embedder
 from citeline.models import Draft, DraftSentence, Passage
@@ -58,10 +58,13 @@ class ExtractiveGenerator:
         terms = query_terms(question)
         weights = self.term_weights(terms) if self.term_weights else None
         kind = expected_type(question)
+        years = question_years(focus(question))  # a story's years are circumstances
         scored = []
         for (n, unit, contextual), sim in zip(candidates, sims, strict=True):
             if not can_answer(kind, contextual):
                 continue
+            if not mentions_years(years, contextual):
+                continue  # about another year (RGB: "revenue in Q1 2021" answered with Q1 2023)
             overlap = weighted_coverage(terms, contextual, weights)
             score = SIMILARITY_WEIGHT * float(sim) + OVERLAP_WEIGHT * overlap
             scored.append(Scored(n, unit, score))

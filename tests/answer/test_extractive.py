@@ -1,0 +1,63 @@
+"""The offline extractive generator: answer types and the years a question names."""
+
+from __future__ import annotations
+
+import pytest
+
+from citeline.answer.answer_type import mentions_years, question_years
+from citeline.answer.extractive import ExtractiveGenerator
+from citeline.embedding import make_embedder
+
+from ._passages import make_passages
+
+REVENUE = (
+    "Tesla reported total revenue of $23.3 billion for Q1 2023, up 24% from a year earlier.",
+    "Tesla builds its Model Y in Austin and in Berlin.",
+)
+
+
+@pytest.fixture(scope="module")
+def generator() -> ExtractiveGenerator:
+    return ExtractiveGenerator(make_embedder("minilm-int8"), min_score=0.35)
+
+
+def test_years_come_from_the_question_and_must_all_be_mentioned() -> None:
+    assert question_years("What was Tesla's revenue in Q1 2021?") == {"2021"}
+    assert question_years("Did the 1999 rules survive into 2004?") == {"1999", "2004"}
+    assert question_years("What does error 4012 mean? Port 2525 is open.") == set()
+    assert mentions_years({"2021"}, "In Q1 2021 revenue was $10.4 billion.")
+    assert not mentions_years({"2021", "2022"}, "In Q1 2021 revenue was $10.4 billion.")
+    assert mentions_years(set(), "anything")
+
+
+def test_an_answer_about_another_year_is_a_refusal(generator: ExtractiveGenerator) -> None:
+    draft = generator.generate("What was Tesla's revenue in Q1 2021?", make_passages(REVENUE))
+    assert draft.refused and not draft.sentences
+    same_year = generator.generate("What was Tesla's revenue in Q1 2023?", make_passages(REVENUE))
+    assert not same_year.refused
+    assert same_year.sentences[0].text == REVENUE[0]
+
+
+def test_years_told_in_a_story_do_not_have_to_be_in_the_answer(generator: ExtractiveGenerator) -> None:
+    story = "I bought my Zephyr 3 router in 2019 and it keeps dropping the line. How do I reset it?"
+    passages = make_passages(
+        ("To reset the Zephyr 3 to factory settings, hold the recessed reset button for 15 seconds.",)
+    )
+    draft = generator.generate(story, passages)
+    assert not draft.refused
+    assert "reset button" in draft.sentences[0].text
+
+
+def test_a_sentence_that_cannot_be_the_expected_kind_of_answer_is_not_chosen(
+    generator: ExtractiveGenerator,
+) -> None:
+    passages = make_passages(
+        (
+            "The reset button of the Zephyr 3 is recessed behind the power socket.",
+            "Hold the reset button for 15 seconds until the status light blinks amber.",
+        )
+    )
+    draft = generator.generate("How long do I hold the Zephyr 3 reset button?", passages)
+    assert [s.text for s in draft.sentences] == [
+        "Hold the reset button for 15 seconds until the status light blinks amber."
+    ]
