@@ -78,9 +78,7 @@ def locate(text: str, abstracts: list[str]) -> list[tuple[int, int]] | None:
     return list(zip(starts, [*starts[1:], len(text)], strict=True))
 
 
-def run_mode(
-    data: BeirDataset, pdf_dir: Path, layouts: dict[str, list[str]], mode: str, k: int
-) -> dict[str, float]:
+def run_mode(data: BeirDataset, pdf_dir: Path, layouts: dict[str, list[str]], mode: str) -> dict[str, float]:
     with tempfile.TemporaryDirectory() as tmp:
         # "windows:120" = sentence windows with a 120-token target (a control for chunk size)
         name, _, tokens = mode.partition(":")
@@ -99,6 +97,7 @@ def run_mode(
                 missing += 1
                 continue
             spans[doc.id] = [(i, a, b) for i, (a, b) in zip(layouts[name], found, strict=True)]
+        where = {i: (doc_id, a, b) for doc_id, parts in spans.items() for i, a, b in parts}
         n_chunks = kb.store.count_chunks()
         mean_tokens = kb.store.conn.execute("SELECT AVG(token_count) FROM chunks").fetchone()[0]
         ndcg, coverage, purity = [], [], []
@@ -117,20 +116,18 @@ def run_mode(
             gold = {d: g for d, g in data.qrels[qid].items() if g > 0}
             ndcg.append(ndcg_at_k({d: 1.0 / (r + 1) for r, d in enumerate(ranking)}, gold, 10))
             top = labelled[:5]
-            covered, inside, total = [], 0, 0
-            for doc_id, parts in spans.items():
-                for i, a, b in parts:
-                    if i not in gold:
-                        continue
-                    mask = bytearray(b - a)
-                    for _, s, e, d in top:
-                        if d == doc_id:
-                            lo, hi = max(a, s), min(b, e)
-                            mask[max(0, lo - a) : max(0, hi - a)] = b"\x01" * max(0, hi - lo)
-                    covered.append(sum(mask) / max(1, b - a))
-                    for _, s, e, d in top:
-                        if d == doc_id:
-                            inside += max(0, min(b, e) - max(a, s))
+            covered, inside = [], 0
+            for i in gold:
+                if i not in where:
+                    continue
+                doc_id, a, b = where[i]
+                mask = bytearray(b - a)
+                for _, s, e, d in top:
+                    lo, hi = max(a, s), min(b, e)
+                    if d == doc_id and hi > lo:
+                        mask[lo - a : hi - a] = b"\x01" * (hi - lo)
+                        inside += hi - lo
+                covered.append(sum(mask) / max(1, b - a))
             total = sum(e - s for _, s, e, _ in top)
             coverage.append(mean(covered) if covered else 0.0)
             purity.append(inside / total if total else 0.0)
@@ -167,7 +164,7 @@ def main() -> None:
             pdf_dir.mkdir()
             layouts = build_pdfs(data, pdf_dir, args.per_pdf, layout, args.seed)
             for mode in args.modes.split(","):
-                r = run_mode(data, pdf_dir, layouts, mode, 10)
+                r = run_mode(data, pdf_dir, layouts, mode)
                 results.setdefault(layout, {})[mode] = r
                 print(f"{layout:<11} {mode:<9} " + "  ".join(f"{k} {v}" for k, v in r.items()), flush=True)
     if args.out:
