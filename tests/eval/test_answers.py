@@ -15,9 +15,12 @@ from citeline.answer.verify import Support
 from citeline.eval.answers import (
     NO_JUDGE,
     SAME_JUDGE,
+    CitationCounts,
+    Correctness,
     GoldenFormatError,
     GoldEvidence,
     Observation,
+    QuestionRow,
     Retrieved,
     answer_text,
     deltas,
@@ -99,7 +102,7 @@ def score(
     candidates: tuple[Retrieved, ...] = EVERYTHING,
     context: tuple[Retrieved, ...] = EVERYTHING,
     **kw: Any,
-) -> dict[str, Any]:
+) -> QuestionRow:
     return score_question(Observation(g, a, evidence, candidates, context, **kw), k=2)
 
 
@@ -121,23 +124,20 @@ def test_citation_precision_recall_by_span_overlap() -> None:
         ),
     )
     row = score(golden("q1"), a, (E1, E2, E3))
-    assert row["citation_counts"] == {
-        "citations": 4,
-        "correct_citations": 2,
-        "evidence": 3,
-        "covered_evidence": 2,
-    }
-    assert row["citation_precision"] == pytest.approx(2 / 4)
-    assert row["citation_recall"] == pytest.approx(2 / 3)  # E1 and E3 covered, E2 not
-    assert [c["correct"] for c in row["citations"]] == [True, False, True, False]
-    assert row["stage"] is None  # at least one right citation: not "cited wrongly"
+    assert row.citation_counts == CitationCounts(
+        citations=4, correct_citations=2, evidence=3, covered_evidence=2
+    )
+    assert row.citation_precision == pytest.approx(2 / 4)
+    assert row.citation_recall == pytest.approx(2 / 3)  # E1 and E3 covered, E2 not
+    assert [c.correct for c in row.citations] == [True, False, True, False]
+    assert row.stage is None  # at least one right citation: not "cited wrongly"
 
 
 def test_empty_quote_span_falls_back_to_the_passage_span() -> None:
     # quote_start == quote_end: the citation's span is [start, end) = [90, 110), which overlaps E1.
     row = score(golden("q1"), answered("A. [1]", (cit(1, "A", 5, 5, start=90, end=110),)), (E1,))
-    assert row["citations"][0]["span"] == [90, 110]
-    assert row["citation_precision"] == 1.0 and row["citation_recall"] == 1.0
+    assert row.citations[0].span == (90, 110)
+    assert row.citation_precision == 1.0 and row.citation_recall == 1.0
 
 
 def test_citation_metrics_pool_over_questions_and_refusals_miss_all_evidence() -> None:
@@ -151,7 +151,7 @@ def test_citation_metrics_pool_over_questions_and_refusals_miss_all_evidence() -
     # evidence: q1 2 (1 covered), q2 1 (1 covered), q3 1 (refused: 0 covered)
     assert m["citation_recall"] == pytest.approx(2 / 4)
     assert m["citation_f1"] == pytest.approx(2 * (2 / 3) * 0.5 / (2 / 3 + 0.5))
-    assert q3["citation_precision"] is None and q3["citation_recall"] == 0.0
+    assert q3.citation_precision is None and q3.citation_recall == 0.0
 
 
 # --------------------------------------------------------------------------------------------
@@ -193,9 +193,9 @@ def test_refusal_metrics_are_undefined_without_a_denominator() -> None:
 def test_refusal_text_must_be_exact() -> None:
     wrong = Answer("q", "Sorry, no idea.", True, ())
     row = score(golden("u1", False), wrong)
-    assert row["refusal_text_ok"] is False
+    assert row.refusal_text_ok is False
     assert summarize([row], k=2)["counts"]["refusal_text_errors"] == 1
-    assert score(golden("u2", False), refused())["refusal_text_ok"] is True
+    assert score(golden("u2", False), refused()).refusal_text_ok is True
 
 
 # --------------------------------------------------------------------------------------------
@@ -208,32 +208,28 @@ def test_failure_stage_classification() -> None:
     near = (ret("A", 90, 200),)  # overlaps E1
     good = answered("ok [1]", (cit(1, "A", 120, 130),))
     bad = answered("off [1]", (cit(1, "A", 610, 620),))
-    assert score(golden("1"), good, (E1,), candidates=far, context=far)["stage"] == "not_retrieved"
-    assert score(golden("2"), refused(), (E1,), candidates=far, context=far)["stage"] == "not_retrieved"
-    assert (
-        score(golden("3"), refused(), (E1,), candidates=far + near, context=far)["stage"] == "not_in_context"
-    )
-    assert score(golden("4"), refused(), (E1,), candidates=near, context=near)["stage"] == "refused_wrongly"
-    assert (
-        score(golden("5"), bad, (E1,), candidates=far + near, context=far + near)["stage"] == "cited_wrongly"
-    )
-    assert score(golden("6"), good, (E1,), candidates=near, context=near)["stage"] is None
-    assert score(golden("7", False), bad)["stage"] == "answered_should_refuse"
-    assert score(golden("8", False), refused())["stage"] is None
-    assert score(golden("9"), None, (E1,), error="question too long")["stage"] == "error"
+    assert score(golden("1"), good, (E1,), candidates=far, context=far).stage == "not_retrieved"
+    assert score(golden("2"), refused(), (E1,), candidates=far, context=far).stage == "not_retrieved"
+    assert score(golden("3"), refused(), (E1,), candidates=far + near, context=far).stage == "not_in_context"
+    assert score(golden("4"), refused(), (E1,), candidates=near, context=near).stage == "refused_wrongly"
+    assert score(golden("5"), bad, (E1,), candidates=far + near, context=far + near).stage == "cited_wrongly"
+    assert score(golden("6"), good, (E1,), candidates=near, context=near).stage is None
+    assert score(golden("7", False), bad).stage == "answered_should_refuse"
+    assert score(golden("8", False), refused()).stage is None
+    assert score(golden("9"), None, (E1,), error="question too long").stage == "error"
     # No gold evidence at all: a refusal is still wrong, an answer cannot be checked.
-    assert score(golden("10"), refused())["stage"] == "refused_wrongly"
-    assert score(golden("11"), good)["stage"] is None
+    assert score(golden("10"), refused()).stage == "refused_wrongly"
+    assert score(golden("11"), good).stage is None
 
 
 def test_stage_falls_back_to_documents_when_the_quote_was_not_found() -> None:
     unlocated = GoldEvidence("A.md", None, "a quote not in the text", "A", ())
     assert not unlocated.resolved
     row = score(golden("1"), refused(), (unlocated,), candidates=(ret("B", 0, 9),), context=(ret("B", 0, 9),))
-    assert row["stage"] == "not_retrieved"
+    assert row.stage == "not_retrieved"
     row = score(golden("2"), refused(), (unlocated,), candidates=(ret("A", 0, 9),), context=(ret("B", 0, 9),))
-    assert row["stage"] == "not_in_context"
-    assert row["citation_counts"] is None  # nothing resolved to check citations against
+    assert row.stage == "not_in_context"
+    assert row.citation_counts is None  # nothing resolved to check citations against
 
 
 def test_failure_counts_by_stage() -> None:
@@ -256,8 +252,8 @@ def test_hit_rate_and_recall_at_k_over_documents() -> None:
     # chunk ranking X, A, A, Y, B -> documents X, A, Y, B; k = 2 -> {X, A}
     ranking = (ret("X", 0, 9), ret("A", 0, 9), ret("A", 10, 19), ret("Y", 0, 9), ret("B", 0, 9))
     row = score(golden("1"), refused(), (gold("A", (0, 5)), gold("B", (0, 5))), candidates=ranking)
-    assert row["retrieval"]["hit@k"] == 1.0
-    assert row["retrieval"]["recall@k"] == 0.5
+    assert row.retrieval.hit_at_k == 1.0
+    assert row.retrieval.recall_at_k == 0.5
     miss = score(golden("2"), refused(), (gold("B", (0, 5)),), candidates=ranking)
     m = summarize([row, miss], k=2)["metrics"]
     assert m["hit_rate@2"] == pytest.approx(0.5) and m["recall@2"] == pytest.approx(0.25)
@@ -268,15 +264,15 @@ def test_answer_correctness_on_answer_text_without_markers() -> None:
     assert answer_text(a) == "The queue holds 900 jobs."
     row = score(golden("1", answers=["900 jobs"]), a, (E1,))
     # prediction tokens: queue holds 900 jobs (article dropped); gold: 900 jobs
-    assert row["correctness"] == {"exact_match": 0.0, "token_f1": pytest.approx(2 / 3), "contains": 1.0}
+    assert row.correctness == Correctness(exact_match=0.0, token_f1=pytest.approx(2 / 3), contains=1.0)
     exact = score(
         golden("2", answers=["900 jobs"]), answered("900 jobs. [1]", (cit(1, "A", 120, 130),)), (E1,)
     )
-    assert exact["correctness"]["exact_match"] == 1.0
+    assert exact.correctness.exact_match == 1.0
     none = score(golden("3", answers=["900 jobs"]), refused(), (E1,))
-    assert none["correctness"] == {"exact_match": 0.0, "token_f1": 0.0, "contains": 0.0}
+    assert none.correctness == Correctness(exact_match=0.0, token_f1=0.0, contains=0.0)
     ref = score({**golden("4"), "reference": "It holds 900 jobs."}, a, (E1,))
-    assert ref["correctness"]["exact_match"] is None and ref["correctness"]["contains"] is None
+    assert ref.correctness.exact_match is None and ref.correctness.contains is None
     m = summarize([row, exact, none, ref], k=2)["metrics"]
     assert m["exact_match"] == pytest.approx(1 / 3)  # rows with answers: 0, 1, 0
     assert m["answer_contains"] == pytest.approx(2 / 3)
@@ -377,6 +373,47 @@ def test_regressions_respect_each_metric_direction() -> None:
 
 
 # --------------------------------------------------------------------------------------------
+# the per-question row and its JSON (format citeline-answers/1)
+# --------------------------------------------------------------------------------------------
+
+# Rows of a report written before the row was typed (paths shortened, one question shortened).
+ROWS_V1 = Path(__file__).resolve().parents[1] / "data" / "answers_rows_v1.jsonl"
+
+
+def test_rows_of_an_earlier_report_load_and_write_back_unchanged() -> None:
+    lines = ROWS_V1.read_text(encoding="utf-8").splitlines()
+    for line in lines:
+        assert json.dumps(QuestionRow.from_json(json.loads(line)).to_json(), ensure_ascii=False) == line
+    answered_row, refused_row, error_row = (QuestionRow.from_json(json.loads(line)) for line in lines)
+    assert answered_row.expected == "Beta replicates tables." and answered_row.trace_id == "T"
+    assert [e.resolved for e in answered_row.gold_evidence] == [True, False, False]
+    assert answered_row.citation_counts == CitationCounts(2, 1, 1, 1)
+    assert answered_row.citation_precision == 0.5 and answered_row.citation_recall == 1.0
+    assert [c.correct for c in answered_row.citations] == [True, False]
+    assert refused_row.refused and refused_row.retrieval is None and refused_row.stage is None
+    assert error_row.stage == "error" and error_row.error and error_row.meta == {"m": 1}
+    assert error_row.trace_id is None
+
+
+def test_scored_rows_round_trip_through_json() -> None:
+    unresolved = GoldEvidence("A.md", 2, None, None, (), "document not in the index")
+    rows = [
+        score(golden("q1"), answered("x [1]", (cit(1, "A", 120, 130), cit(2, "A", 150, 160))), (E1, E2)),
+        score(golden("q2"), refused(), (E1,), judge_supported=(0, 0), tokens={"prompt": 3, "completion": 1}),
+        score(golden("u1", False), answered("z [1]", (cit(1, "A", 0, 5),)), extra={"trace_id": "t1"}),
+        score({**golden("r1"), "reference": "ref", "meta": {"k": [1]}}, None, (E1,), error="boom"),
+        score(golden("x1", answers=["a", "b"]), refused(), (unresolved,), latency_ms=12.345),
+    ]
+    for row in rows:
+        text = json.dumps(row.to_json())
+        back = QuestionRow.from_json(json.loads(text))
+        assert back == row and json.dumps(back.to_json()) == text
+    error = rows[3].to_json()
+    assert error["stage"] == "error" and "judge" not in error and "citation_precision" not in error
+    assert rows[4].expected == ("a", "b") and rows[4].to_json()["expected"] == ["a", "b"]
+
+
+# --------------------------------------------------------------------------------------------
 # through a real index
 # --------------------------------------------------------------------------------------------
 
@@ -422,6 +459,7 @@ def test_evaluate_answers_end_to_end(docs_kb: KnowledgeBase, docs_dir: Path) -> 
             assert " ".join(text[s:t].lower().split()) == " ".join(e["quote"].lower().split())
         for c in row["citations"]:
             assert c["quote"]  # the cited span's text, from the stored document
+        assert list(QuestionRow.from_json(row).to_json().items()) == list(row.items())
     assert report["metrics"]["hit_rate@5"] == 1.0
     assert report["generator"] == "extractive" and report["pipeline_verifier"] == "heuristic"
     assert report["judge"]["reason"] == NO_JUDGE

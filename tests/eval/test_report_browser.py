@@ -15,7 +15,16 @@ from typing import Any
 
 import pytest
 
-from citeline.eval.answers import GoldEvidence, Observation, Retrieved, score_question, summarize
+from citeline.eval.answers import (
+    CitedQuote,
+    GoldEvidence,
+    Observation,
+    QuestionRow,
+    RetrievalOutcome,
+    Retrieved,
+    score_question,
+    summarize,
+)
 from citeline.eval.report import common_root, render_html, write_reports
 from citeline.models import REFUSAL, Answer, AnswerSentence, Citation
 from datasets import in_ci
@@ -137,7 +146,7 @@ def _report() -> dict[str, Any]:
         **summarize(rows, 5, pipeline_verifier="heuristic"),
         "warnings": [f"q1: evidence in {HOSTILE}: quote not found"],
         "dataset_notes": {"note": HOSTILE},
-        "rows": rows,
+        "rows": [r.to_json() for r in rows],
     }
 
 
@@ -188,17 +197,17 @@ def test_the_console_check_catches_page_errors(tmp_path: Path) -> None:
     assert any("Uncaught" in line for line in _page_problems(run.stderr)), run.stderr[-2000:]
 
 
+def _row(cited: tuple[str, ...], top: tuple[str, ...] | None = None) -> QuestionRow:
+    citations = tuple(CitedQuote(n, s, None, (0, 1), "q", None) for n, s in enumerate(cited, 1))
+    retrieval = None if top is None else RetrievalOutcome(1.0, 1.0, top, True, True)
+    return QuestionRow("q", "Q?", True, citations=citations, retrieval=retrieval)
+
+
 def test_paths_are_shown_relative_to_their_common_folder() -> None:
-    rows = [
-        {
-            "citations": [{"source": "/data/docs/a/x.md"}],
-            "retrieval": {"top_documents": ["/data/docs/b/y.md"]},
-        },
-        {"citations": [], "retrieval": None},
-    ]
+    rows = [_row(("/data/docs/a/x.md",), ("/data/docs/b/y.md",)), _row(())]
     assert common_root(rows) == "/data/docs/"
-    assert common_root([*rows[:1], {"citations": [{"source": "/data/docs/a/x.md"}]}]) == "/data/docs/"
-    assert common_root([{"citations": [{"source": "x.md"}]}]) == ""
+    assert common_root([*rows[:1], _row(("/data/docs/a/x.md",))]) == "/data/docs/"
+    assert common_root([_row(("x.md",))]) == ""
 
 
 def test_metric_groups_without_any_value_are_named_not_drawn() -> None:

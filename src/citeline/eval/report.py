@@ -14,7 +14,7 @@ from html import escape
 from pathlib import Path
 from typing import Any
 
-from citeline.eval.answers import STAGES, higher_is_better
+from citeline.eval.answers import STAGES, QuestionRow, higher_is_better
 
 GROUPS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("Retrieval", ("hit_rate@", "recall@", "context_hit_rate")),
@@ -283,31 +283,31 @@ def _cards(report: Mapping[str, Any]) -> str:
     )
 
 
-def _evidence_html(row: Mapping[str, Any]) -> str:
-    items = row.get("gold_evidence") or []
+def _evidence_html(row: QuestionRow) -> str:
+    items = row.gold_evidence
     if not items:
         return (
             '<span class="muted">none (the expected output is the refusal)</span>'
-            if not row["answerable"]
+            if not row.answerable
             else ('<span class="muted">none given</span>')
         )
     out = []
     for e in items:
-        where = e["source"] + (f", page {e['page']}" if e.get("page") else "")
-        note = f" · {e['note']}" if e.get("note") else ""
-        quote = e.get("quote") or "(the whole document or page)"
+        where = e.source + (f", page {e.page}" if e.page else "")
+        note = f" · {e.note}" if e.note else ""
+        quote = e.quote or "(the whole document or page)"
         out.append(
             f'<blockquote class="good"><div class="src">{_e(where)}{_e(note)}</div>{_e(quote)}</blockquote>'
         )
     return "".join(out)
 
 
-def common_root(rows: Sequence[Mapping[str, Any]]) -> str:
+def common_root(rows: Sequence[QuestionRow]) -> str:
     """The folder that every cited or retrieved source shares (shown once, not on every line)."""
     import os
 
-    sources: list[str] = [str(c["source"]) for r in rows for c in r.get("citations") or []]
-    sources += [str(s) for r in rows for s in (r.get("retrieval") or {}).get("top_documents") or []]
+    sources: list[str] = [str(c.source) for r in rows for c in r.citations]
+    sources += [str(s) for r in rows if r.retrieval is not None for s in r.retrieval.top_documents]
     if len(sources) < 2:
         return ""
     try:
@@ -323,37 +323,33 @@ def _short(source: str, root: str) -> str:
     return source[len(root) :] if root and source.startswith(root) else source
 
 
-def _citations_html(row: Mapping[str, Any], root: str = "") -> str:
-    cits = row.get("citations") or []
+def _citations_html(row: QuestionRow, root: str = "") -> str:
+    cits = row.citations
     if not cits:
         return '<span class="muted">none</span>'
     out = []
     for c in cits:
-        cls = {True: "good", False: "badq"}.get(c.get("correct"), "")
-        verdict = {True: "overlaps gold", False: "no gold overlap", None: ""}[c.get("correct")]
-        where = f"[{c['n']}] {_short(c['source'], root)}" + (f", page {c['page']}" if c.get("page") else "")
-        where += f" · chars {c['span'][0]}–{c['span'][1]}" + (f" · {verdict}" if verdict else "")
-        out.append(
-            f'<blockquote class="{cls}"><div class="src">{_e(where)}</div>{_e(c.get("quote"))}</blockquote>'
-        )
+        cls = "" if c.correct is None else ("good" if c.correct else "badq")
+        verdict = {True: "overlaps gold", False: "no gold overlap", None: ""}[c.correct]
+        where = f"[{c.n}] {_short(c.source, root)}" + (f", page {c.page}" if c.page else "")
+        where += f" · chars {c.span[0]}–{c.span[1]}" + (f" · {verdict}" if verdict else "")
+        out.append(f'<blockquote class="{cls}"><div class="src">{_e(where)}</div>{_e(c.quote)}</blockquote>')
     return "".join(out)
 
 
-def _failure_html(row: Mapping[str, Any], root: str = "") -> str:
-    stage = row.get("stage") or ""
-    expected = row.get("expected")
-    if isinstance(expected, list):
-        expected = " | ".join(expected)
-    retrieved = (row.get("retrieval") or {}).get("top_documents") or []
-    answer = row.get("answer") if row.get("error") is None else f"error: {row['error']}"
-    reason = row.get("refusal_reason")
+def _failure_html(row: QuestionRow, root: str = "") -> str:
+    stage = row.stage or ""
+    expected = " | ".join(row.expected) if isinstance(row.expected, tuple) else row.expected
+    retrieved = row.retrieval.top_documents if row.retrieval is not None else ()
+    answer = row.answer if row.error is None else f"error: {row.error}"
+    reason = row.refusal_reason
     parts = [
         '<article class="failure">',
         f'<div class="head"><span class="badge fail">{_e(STAGES.get(stage, stage))}</span>'
-        f'<span class="id">{_e(row["id"])}</span>'
-        f'<span class="muted">{"answerable" if row["answerable"] else "unanswerable"}</span></div>',
+        f'<span class="id">{_e(row.id)}</span>'
+        f'<span class="muted">{"answerable" if row.answerable else "unanswerable"}</span></div>',
         "<dl>",
-        f"<dt>Question</dt><dd>{_e(row['question'])}</dd>",
+        f"<dt>Question</dt><dd>{_e(row.question)}</dd>",
         f"<dt>Answer</dt><dd>{_e(answer)}"
         + (f' <span class="muted">({_e(reason)})</span>' if reason else "")
         + "</dd>",
@@ -372,25 +368,25 @@ def _failure_html(row: Mapping[str, Any], root: str = "") -> str:
     return "".join(parts)
 
 
-def _row_html(row: Mapping[str, Any]) -> str:
-    stage = row.get("stage")
+def _row_html(row: QuestionRow) -> str:
+    stage = row.stage
     badge = (
         f'<span class="badge fail">{_e(STAGES.get(stage, stage))}</span>'
         if stage
         else '<span class="badge ok">ok</span>'
     )
-    corr = row.get("correctness") or {}
-    outcome = "error" if row.get("error") else ("refused" if row.get("refused") else "answered")
-    question = row["question"]
+    corr = row.correctness
+    outcome = "error" if row.error else ("refused" if row.refused else "answered")
+    question = row.question
     short = question if len(question) <= 160 else question[:157] + "…"
     return (
-        f"<tr><td class='src'>{_e(row['id'])}</td><td class='q' title=\"{_e(question)}\">{_e(short)}</td>"
-        f"<td>{'answerable' if row['answerable'] else 'unanswerable'}</td><td>{outcome}</td><td>{badge}</td>"
-        f"<td class='num'>{_num(corr.get('token_f1'), 2)}</td>"
-        f"<td class='num'>{_num(corr.get('contains'), 0)}</td>"
-        f"<td class='num'>{_num(row.get('citation_precision'), 2)}</td>"
-        f"<td class='num'>{_num(row.get('citation_recall'), 2)}</td>"
-        f"<td class='num'>{row.get('latency_ms', 0):.0f}</td></tr>"
+        f"<tr><td class='src'>{_e(row.id)}</td><td class='q' title=\"{_e(question)}\">{_e(short)}</td>"
+        f"<td>{'answerable' if row.answerable else 'unanswerable'}</td><td>{outcome}</td><td>{badge}</td>"
+        f"<td class='num'>{_num(corr.token_f1 if corr else None, 2)}</td>"
+        f"<td class='num'>{_num(corr.contains if corr else None, 0)}</td>"
+        f"<td class='num'>{_num(row.citation_precision, 2)}</td>"
+        f"<td class='num'>{_num(row.citation_recall, 2)}</td>"
+        f"<td class='num'>{row.latency_ms:.0f}</td></tr>"
     )
 
 
@@ -467,14 +463,13 @@ def render_html(
     body.append(
         "<h2>Where questions failed</h2><div class='panel'>" + stage_chart(failures, total) + "</div>"
     )
+    rows = [QuestionRow.from_json(r) for r in report.get("rows", [])]
     order = {stage: i for i, stage in enumerate(STAGES)}
-    failed = sorted(
-        (r for r in report.get("rows", []) if r.get("stage")), key=lambda r: order.get(r["stage"], len(order))
-    )
+    failed = sorted((r for r in rows if r.stage), key=lambda r: order.get(r.stage or "", len(order)))
     body.append(f"<h2>Failures ({len(failed)})</h2>")
     if not failed:
         body.append("<p class='muted'>No question failed.</p>")
-    root = common_root(report.get("rows", []))
+    root = common_root(rows)
     if root and failed:
         body.append(
             f"<p class='muted'>Cited and retrieved paths are relative to <span class='src'>{_e(root)}</span>.</p>"
@@ -490,7 +485,7 @@ def render_html(
         "<th>stage</th><th class='num'>F1</th><th class='num'>contains</th><th class='num'>cit. P</th>"
         "<th class='num'>cit. R</th><th class='num'>ms</th></tr></thead><tbody>"
     )
-    body.extend(_row_html(r) for r in report.get("rows", []))
+    body.extend(_row_html(r) for r in rows)
     body.append("</tbody></table></div>")
     body.append("<h2>How to read this</h2><dl class='defs'>")
     for key, text in DEFINITIONS.items():

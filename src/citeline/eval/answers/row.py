@@ -1,0 +1,314 @@
+"""The per-question row of an answers report, typed, and its JSON (format ``citeline-answers/1``).
+
+``QuestionRow.to_json`` writes exactly the object the report has always held under ``"rows"``
+(same keys, same order; a row for a question that raised an error has fewer keys), and
+``QuestionRow.from_json`` reads such an object back, from a report written now or before.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, TypeVar
+
+from citeline.eval.answers.evidence import GoldEvidence
+
+
+@dataclass(frozen=True)
+class RetrievalOutcome:
+    """Where the gold evidence ended up: among the top k documents, the retrieved chunks, the context.
+
+    ``evidence_*`` are by span overlap and None when no gold quote was located (then only the
+    document-level ``document_*`` are known).
+    """
+
+    hit_at_k: float
+    recall_at_k: float
+    top_documents: tuple[str, ...]
+    document_retrieved: bool
+    document_in_context: bool
+    evidence_retrieved: bool | None = None
+    evidence_in_context: bool | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "hit@k": self.hit_at_k,
+            "recall@k": self.recall_at_k,
+            "top_documents": list(self.top_documents),
+            "document_retrieved": self.document_retrieved,
+            "document_in_context": self.document_in_context,
+            "evidence_retrieved": self.evidence_retrieved,
+            "evidence_in_context": self.evidence_in_context,
+        }
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> RetrievalOutcome:
+        return cls(
+            data["hit@k"],
+            data["recall@k"],
+            tuple(data.get("top_documents") or ()),
+            data["document_retrieved"],
+            data["document_in_context"],
+            data.get("evidence_retrieved"),
+            data.get("evidence_in_context"),
+        )
+
+
+@dataclass(frozen=True)
+class Correctness:
+    """Answer text against the gold answers; ``exact_match`` and ``contains`` need ``answers``."""
+
+    exact_match: float | None
+    token_f1: float
+    contains: float | None
+
+    def to_json(self) -> dict[str, Any]:
+        return {"exact_match": self.exact_match, "token_f1": self.token_f1, "contains": self.contains}
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> Correctness:
+        return cls(data.get("exact_match"), data["token_f1"], data.get("contains"))
+
+
+@dataclass(frozen=True)
+class CitedQuote:
+    """One citation of the answer: its span in the document, the text there, and whether it overlaps
+    a gold span (None when the question has no resolved gold evidence to check against)."""
+
+    n: int
+    source: str
+    page: int | None
+    span: tuple[int, int]
+    quote: str
+    correct: bool | None
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "n": self.n,
+            "source": self.source,
+            "page": self.page,
+            "span": list(self.span),
+            "quote": self.quote,
+            "correct": self.correct,
+        }
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> CitedQuote:
+        start, end = data["span"]
+        return cls(
+            data["n"], data["source"], data.get("page"), (start, end), data["quote"], data.get("correct")
+        )
+
+
+@dataclass(frozen=True)
+class CitationCounts:
+    """The pooled counts behind citation precision and recall (refusals count zero citations)."""
+
+    citations: int
+    correct_citations: int
+    evidence: int
+    covered_evidence: int
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "citations": self.citations,
+            "correct_citations": self.correct_citations,
+            "evidence": self.evidence,
+            "covered_evidence": self.covered_evidence,
+        }
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> CitationCounts:
+        return cls(data["citations"], data["correct_citations"], data["evidence"], data["covered_evidence"])
+
+
+@dataclass(frozen=True)
+class SentenceCounts:
+    """The generator's sentences: all, marked supported by the pipeline's verifier, and removed."""
+
+    total: int
+    supported: int
+    removed: int
+
+    def to_json(self) -> dict[str, Any]:
+        return {"total": self.total, "supported": self.supported, "removed": self.removed}
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> SentenceCounts:
+        return cls(data["total"], data["supported"], data["removed"])
+
+
+@dataclass(frozen=True)
+class JudgeCounts:
+    """Shown sentences with citations that an independent judge checked, and found supported."""
+
+    supported: int
+    judged: int
+
+    def to_json(self) -> dict[str, Any]:
+        return {"supported": self.supported, "judged": self.judged}
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> JudgeCounts:
+        return cls(data["supported"], data["judged"])
+
+
+# Keys QuestionRow.to_json writes from its own fields; any other key of a row is in `extra`.
+_KEYS = frozenset(
+    {
+        "id",
+        "question",
+        "answerable",
+        "expected",
+        "gold_evidence",
+        "meta",
+        "latency_ms",
+        "tokens",
+        "refused",
+        "answer",
+        "refusal_reason",
+        "refusal_text_ok",
+        "error",
+        "retrieval",
+        "correctness",
+        "citations",
+        "citation_counts",
+        "citation_precision",
+        "citation_recall",
+        "sentences",
+        "judge",
+        "stage",
+    }
+)
+
+
+T = TypeVar("T")
+
+
+def _optional(data: Mapping[str, Any], key: str, read: Callable[[Mapping[str, Any]], T]) -> T | None:
+    value = data.get(key)
+    return None if value is None else read(value)
+
+
+@dataclass(frozen=True)
+class QuestionRow:
+    """One question of an answers report: what was asked and expected, what came back, how it scored.
+
+    A question whose ``kb.ask`` raised has ``error`` set, ``stage == "error"``, no answer and no
+    scores. ``extra`` holds keys the caller attached to the row (the runner adds ``trace_id``).
+    """
+
+    id: str
+    question: str
+    answerable: bool
+    expected: tuple[str, ...] | str | None = None  # the gold answers, else the reference answer
+    gold_evidence: tuple[GoldEvidence, ...] = ()
+    meta: Any = None  # the golden row's free-form "meta"
+    latency_ms: float = 0.0
+    tokens: Mapping[str, int] | None = None
+    extra: Mapping[str, Any] = field(default_factory=dict)
+    refused: bool | None = None
+    answer: str | None = None
+    refusal_reason: str | None = None
+    refusal_text_ok: bool | None = None  # a refusal used exactly REFUSAL, or an answer did not
+    error: str | None = None
+    retrieval: RetrievalOutcome | None = None  # None: unanswerable, or no gold document indexed
+    correctness: Correctness | None = None  # None: unanswerable, or nothing to compare with
+    citations: tuple[CitedQuote, ...] = ()
+    citation_counts: CitationCounts | None = None  # None: no resolved gold evidence
+    sentences: SentenceCounts | None = None
+    judge: JudgeCounts | None = None
+    stage: str | None = None  # the failure stage (see STAGES); None when nothing went wrong
+
+    @property
+    def citation_precision(self) -> float | None:
+        c = self.citation_counts
+        return c.correct_citations / c.citations if c is not None and c.citations else None
+
+    @property
+    def citation_recall(self) -> float | None:
+        c = self.citation_counts
+        return c.covered_evidence / c.evidence if c is not None else None
+
+    @property
+    def trace_id(self) -> str | None:
+        value = self.extra.get("trace_id")
+        return None if value is None else str(value)
+
+    def to_json(self) -> dict[str, Any]:
+        """The row as the report's JSON holds it (keys in the order reports have always had)."""
+        row: dict[str, Any] = {
+            "id": self.id,
+            "question": self.question,
+            "answerable": self.answerable,
+            "expected": list(self.expected) if isinstance(self.expected, tuple) else self.expected,
+            "gold_evidence": [e.to_json() for e in self.gold_evidence],
+            "meta": self.meta,
+            "latency_ms": self.latency_ms,
+            "tokens": dict(self.tokens) if self.tokens is not None else None,
+            **self.extra,
+        }
+        citations = [c.to_json() for c in self.citations]
+        retrieval = self.retrieval.to_json() if self.retrieval is not None else None
+        correctness = self.correctness.to_json() if self.correctness is not None else None
+        counts = self.citation_counts.to_json() if self.citation_counts is not None else None
+        sentences = self.sentences.to_json() if self.sentences is not None else None
+        if self.error is not None:
+            row.update(
+                refused=self.refused,
+                answer=self.answer,
+                stage=self.stage,
+                error=self.error,
+                citations=citations,
+                retrieval=retrieval,
+                correctness=correctness,
+                citation_counts=counts,
+                sentences=sentences,
+            )
+            return row
+        row.update(
+            refused=self.refused,
+            answer=self.answer,
+            refusal_reason=self.refusal_reason,
+            refusal_text_ok=self.refusal_text_ok,
+            error=None,
+        )
+        row["retrieval"] = retrieval
+        row["correctness"] = correctness
+        row["citations"] = citations
+        row["citation_counts"] = counts
+        row["citation_precision"] = self.citation_precision
+        row["citation_recall"] = self.citation_recall
+        row["sentences"] = sentences
+        row["judge"] = self.judge.to_json() if self.judge is not None else None
+        row["stage"] = self.stage
+        return row
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> QuestionRow:
+        """A row back from a report's JSON (``citation_precision``/``recall`` are derived, not read)."""
+        expected = data.get("expected")
+        tokens = data.get("tokens")
+        return cls(
+            id=data["id"],
+            question=data["question"],
+            answerable=data["answerable"],
+            expected=tuple(expected) if isinstance(expected, list) else expected,
+            gold_evidence=tuple(GoldEvidence.from_json(e) for e in data.get("gold_evidence") or ()),
+            meta=data.get("meta"),
+            latency_ms=data.get("latency_ms", 0.0),
+            tokens=dict(tokens) if tokens is not None else None,
+            extra={k: v for k, v in data.items() if k not in _KEYS},
+            refused=data.get("refused"),
+            answer=data.get("answer"),
+            refusal_reason=data.get("refusal_reason"),
+            refusal_text_ok=data.get("refusal_text_ok"),
+            error=data.get("error"),
+            retrieval=_optional(data, "retrieval", RetrievalOutcome.from_json),
+            correctness=_optional(data, "correctness", Correctness.from_json),
+            citations=tuple(CitedQuote.from_json(c) for c in data.get("citations") or ()),
+            citation_counts=_optional(data, "citation_counts", CitationCounts.from_json),
+            sentences=_optional(data, "sentences", SentenceCounts.from_json),
+            judge=_optional(data, "judge", JudgeCounts.from_json),
+            stage=data.get("stage"),
+        )
