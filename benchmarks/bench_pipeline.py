@@ -17,6 +17,9 @@ from pathlib import Path
 
 import citeline
 from citeline.eval.metrics import percentile
+from citeline.retrieval.filters import Principal
+
+ADMIN = Principal.local_admin()
 
 ROOT = Path(__file__).resolve().parents[1]
 QUESTIONS = [
@@ -49,7 +52,10 @@ def main() -> None:
             f"re-add unchanged: {len(again.unchanged)} files in {warm * 1000:.0f} ms, "
             f"{again.chunks_embedded} embedded; ratio cold/warm = {cold / warm:.0f}x"
         )
-        for name, fn in (("search", lambda q: kb.search(q, k=10)), ("ask", kb.ask)):
+        for name, fn in (
+            ("search", lambda q: kb.search(q, ADMIN, k=10)),
+            ("ask", lambda q: kb.ask(q, ADMIN)),
+        ):
             times = []
             for q in QUESTIONS:
                 t = time.perf_counter()

@@ -35,6 +35,7 @@ from citeline.eval.retrieval import (
     load_dataset,
     open_eval_index,
 )
+from citeline.retrieval.filters import Filter
 from citeline.retrieval.fusion import convex_combination, reciprocal_rank_fusion
 
 SHARED = Path(__file__).resolve().parents[1].parent / "shared" / "datasets"
@@ -86,13 +87,13 @@ def collect(args: argparse.Namespace) -> tuple[list[dict[str, Any]], dict[str, d
     )
     built = open_eval_index(dataset, args.beir)
     kb, c2d = built.kb, built.chunk_to_doc
-    retriever = kb.retriever()
+    retriever = kb.components.retriever()
     tokens = TokenCache(kb.embedder, max_items=20000) if args.maxsim else None  # type: ignore[arg-type]
     rows = []
     for qid, query in dataset.queries.items():
-        r = retriever.retrieve(query, None, k=args.depth, fusion="rrf", rrf_k=60)
+        r = retriever.retrieve(query, Filter.admin(), k=args.depth, fusion="rrf", rrf_k=60)
         live = retriever.retrieve(
-            query, None, k=max(kb.settings.top_k, args.rerank_depth), fusion="rrf", rrf_k=60
+            query, Filter.admin(), k=max(kb.settings.top_k, args.rerank_depth), fusion="rrf", rrf_k=60
         )
         head = live.hits[: args.rerank_depth]
         rows.append(
@@ -241,15 +242,15 @@ def model_features(args: argparse.Namespace) -> dict[str, Any]:
     built = open_eval_index(dataset, args.beir)
     kb, c2d = built.kb, built.chunk_to_doc
     embedder: Any = kb.embedder
-    retriever = kb.retriever()
+    retriever = kb.components.retriever()
     from citeline.rerank.learned import feature_matrix
 
     rows: list[dict[str, Any]] = []
     started = time.perf_counter()
     for qid, query in dataset.queries.items():
-        r = retriever.retrieve(query, None, k=args.depth, fusion="rrf", rrf_k=60)
+        r = retriever.retrieve(query, Filter.admin(), k=args.depth, fusion="rrf", rrf_k=60)
         live = retriever.retrieve(
-            query, None, k=max(kb.settings.top_k, args.rerank_depth), fusion="rrf", rrf_k=60
+            query, Filter.admin(), k=max(kb.settings.top_k, args.rerank_depth), fusion="rrf", rrf_k=60
         )
         head = live.hits[: args.rerank_depth]
         texts = [h.chunk.index_text for h in head]

@@ -34,6 +34,7 @@ from reportlab.platypus import Paragraph, SimpleDocTemplate
 import citeline
 from citeline.eval.beir import BeirDataset, fixed_slice, load_beir
 from citeline.eval.metrics import mean, ndcg_at_k
+from citeline.retrieval.filters import Filter
 
 ROOT = Path(__file__).resolve().parents[1]
 STYLE = ParagraphStyle("body", fontName="Helvetica", fontSize=10, leading=13, spaceAfter=0)
@@ -90,7 +91,7 @@ def run_mode(data: BeirDataset, pdf_dir: Path, layouts: dict[str, list[str]], mo
         assert not report.failed, report.failed
         spans: dict[str, list[tuple[str, int, int]]] = {}
         missing = 0
-        for doc in kb.store.documents():
+        for doc in kb.store.documents(Filter.admin()):
             name = Path(doc.source).name
             found = locate(kb.store.document_text(doc.id), [data.corpus[i].text for i in layouts[name]])
             if found is None:
@@ -98,11 +99,11 @@ def run_mode(data: BeirDataset, pdf_dir: Path, layouts: dict[str, list[str]], mo
                 continue
             spans[doc.id] = [(i, a, b) for i, (a, b) in zip(layouts[name], found, strict=True)]
         where = {i: (doc_id, a, b) for doc_id, parts in spans.items() for i, a, b in parts}
-        n_chunks = kb.store.count_chunks()
+        n_chunks = kb.store.count_chunks(Filter.admin())
         mean_tokens = kb.store.conn.execute("SELECT AVG(token_count) FROM chunks").fetchone()[0]
         ndcg, coverage, purity = [], [], []
         for qid, query in data.queries.items():
-            hits = kb.retrieve(query, k=30).hits
+            hits = kb.retrieve(query, Filter.admin(), k=30).hits
             labelled = []
             for h in hits:
                 parts = spans.get(h.chunk.document_id, [])

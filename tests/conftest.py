@@ -10,10 +10,13 @@ import pytest
 
 import citeline
 from citeline.kb import KnowledgeBase
+from citeline.retrieval.filters import Principal
 
 ROOT = Path(__file__).resolve().parents[1]
 SAMPLES = ROOT / "samples"
 QUESTIONS = ROOT / "tests" / "data" / "questions.jsonl"
+#: the principal of tests that read everything (the command line's local administrator)
+ADMIN = Principal.local_admin()
 
 
 @pytest.fixture(scope="session")

@@ -23,7 +23,10 @@ def embedder() -> Embedder:
 
 def chunk_md(source: str, embedder: Embedder, **options: int) -> tuple[str, list]:  # type: ignore[type-arg]
     doc = MarkdownParser().parse(source.encode(), Path("doc.md"))
-    chunker = Chunker(embedder.count_tokens, ChunkingOptions(max_tokens=embedder.max_tokens, **options))
+    chunker = Chunker(
+        embedder.count_tokens,
+        ChunkingOptions(max_tokens=embedder.max_tokens, **{"unstructured": "windows", **options}),
+    )
     return doc.text, chunker.chunk(doc, "d" * 24)
 
 
@@ -125,7 +128,8 @@ def test_spans_always_index_back_into_the_stored_text(embedder: Embedder, parts:
         for block in doc.blocks:
             assert doc.text[block.start : block.end].strip() == doc.text[block.start : block.end]
         chunker = Chunker(
-            embedder.count_tokens, ChunkingOptions(target_tokens=64, max_tokens=embedder.max_tokens)
+            embedder.count_tokens,
+            ChunkingOptions(target_tokens=64, max_tokens=embedder.max_tokens, unstructured="windows"),
         )
         for chunk in chunker.chunk(doc, "x" * 24):
             assert doc.text[chunk.start : chunk.end] == chunk.text

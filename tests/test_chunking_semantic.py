@@ -84,7 +84,9 @@ def test_headings_or_a_structured_format_keep_structure_first_chunking(embedder:
     flat = " ".join(BREAD + TELESCOPE)
     options = ChunkingOptions(max_tokens=embedder.max_tokens, unstructured="semantic")
     semantic = Chunker(embedder.count_tokens, options, embed=embedder.embed)
-    windows = Chunker(embedder.count_tokens, ChunkingOptions(max_tokens=embedder.max_tokens))
+    windows = Chunker(
+        embedder.count_tokens, ChunkingOptions(max_tokens=embedder.max_tokens, unstructured="windows")
+    )
     headed = MarkdownParser().parse(f"# Notes\n\n{flat}\n".encode(), Path("notes.md"))
     assert has_structure(headed)
     plain_md = MarkdownParser().parse(f"{flat}\n".encode(), Path("notes.md"))

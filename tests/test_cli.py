@@ -12,6 +12,7 @@ import pytest
 
 from citeline.kb import KnowledgeBase
 from citeline.models import REFUSAL
+from conftest import ADMIN
 
 CITATION_FIELDS = {
     "n",
@@ -165,5 +166,36 @@ def test_strict_add_fails_when_a_file_fails(tmp_path: Path) -> None:
 
 
 def test_python_api_matches_cli(samples_kb: KnowledgeBase) -> None:
-    answer = samples_kb.ask("What does error LDG-4012 mean?")
+    answer = samples_kb.ask("What does error LDG-4012 mean?", ADMIN)
     assert not answer.refused and answer.citations[0].source.endswith("error-codes.md")
+
+
+def test_config_prints_values_with_their_origin_and_stores_settings(cli_index: Path, tmp_path: Path) -> None:
+    env_run = subprocess.run(
+        [sys.executable, "-m", "citeline", "config", "--json"],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "CITELINE_INDEX": str(cli_index), "CITELINE_TOP_K": "17"},
+        timeout=120,
+    )
+    rows = {r["key"]: r for r in json.loads(env_run.stdout)}
+    assert rows["top_k"] == {"key": "top_k", "value": 17, "origin": "env CITELINE_TOP_K"}
+    assert rows["fusion"]["origin"] == "default"
+    assert "top_k = 17" not in run(cli_index, "config").stdout  # the environment was this run's only
+    assert "index" in run(cli_index, "config", "set", "rerank_depth", "12").stdout
+    assert "rerank_depth" in run(cli_index, "config").stdout
+    config = {r["key"]: r for r in json.loads(run(cli_index, "config", "--json").stdout)}
+    assert config["rerank_depth"] == {"key": "rerank_depth", "value": 12, "origin": "index"}
+    bad = run(cli_index, "config", "set", "rerank_depth", "many", check=False)
+    assert bad.returncode != 0 and "rerank_depth" in bad.stderr and "whole number" in bad.stderr
+    run(cli_index, "config", "unset", "rerank_depth")
+    config = {r["key"]: r for r in json.loads(run(cli_index, "config", "--json").stdout)}
+    assert config["rerank_depth"]["origin"] == "default"
+
+
+def test_backends_lists_every_kind(tmp_path: Path) -> None:
+    rows = json.loads(run(tmp_path / "none", "backends", "--json").stdout)
+    kinds = {r["kind"] for r in rows}
+    assert kinds == {"embedder", "parser", "reranker", "generator", "verifier", "store"}
+    openai = next(r for r in rows if r["spec"].startswith("openai"))
+    assert openai["extra"] == "openai"

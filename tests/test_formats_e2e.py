@@ -11,6 +11,8 @@ import pytest
 
 import citeline
 from citeline.kb import KnowledgeBase
+from citeline.retrieval.filters import Filter
+from conftest import ADMIN
 from ingest.pdfgen import Bookmark, Page, build_pdf, flow
 
 
@@ -87,7 +89,7 @@ def mixed_kb(tmp_path_factory: pytest.TempPathFactory) -> KnowledgeBase:
 
 
 def test_pdf_citation_carries_its_page(mixed_kb: KnowledgeBase) -> None:
-    answer = mixed_kb.ask("How often should the P-200 impeller seal be replaced?")
+    answer = mixed_kb.ask("How often should the P-200 impeller seal be replaced?", ADMIN)
     assert not answer.refused, answer.refusal_reason
     c = answer.citations[0]
     assert c.source.endswith("pump.pdf") and c.page == 2 and c.page_end == 2
@@ -96,19 +98,19 @@ def test_pdf_citation_carries_its_page(mixed_kb: KnowledgeBase) -> None:
     assert text[c.start : c.end] == c.quote and "1,500" in text[c.quote_start : c.quote_end]
     starts = mixed_kb.store.page_starts(c.document_id)
     assert starts[1] <= c.start and c.end <= starts[2]  # the chunk lies on page 2 only
-    doc = mixed_kb.store.get_document(c.source)
+    doc = mixed_kb.store.find_document(c.source)
     assert doc is not None and doc.page_count == 3 and doc.format == "pdf" and doc.tags == {"kind": "mixed"}
 
 
 def test_docx_table_row_answers(mixed_kb: KnowledgeBase) -> None:
-    answer = mixed_kb.ask("Which flight class for trips of 6 hours or more?")
+    answer = mixed_kb.ask("Which flight class for trips of 6 hours or more?", ADMIN)
     assert not answer.refused, answer.refusal_reason
     assert answer.citations[0].source.endswith("travel.docx")
     assert "Premium economy" in answer.answer
 
 
 def test_html_main_content_only(mixed_kb: KnowledgeBase) -> None:
-    answer = mixed_kb.ask("What is the name of the third-floor printer?")
+    answer = mixed_kb.ask("What is the name of the third-floor printer?", ADMIN)
     assert not answer.refused and "ORION-3" in answer.answer
     c = answer.citations[0]
     assert c.source.endswith("office.html") and c.title == "Office Guide" and "Printing" in c.heading
@@ -117,9 +119,9 @@ def test_html_main_content_only(mixed_kb: KnowledgeBase) -> None:
 
 
 def test_show_page_prints_that_page(mixed_kb: KnowledgeBase) -> None:
-    source = next(d.source for d in mixed_kb.store.documents() if d.format == "pdf")
+    source = next(d.source for d in mixed_kb.store.documents(Filter.admin()) if d.format == "pdf")
     proc = subprocess.run(
-        [sys.executable, "-m", "citeline", "--index", str(mixed_kb.folder), "show", source, "--page", "3"],
+        [sys.executable, "-m", "citeline", "--index", mixed_kb.settings.index, "show", source, "--page", "3"],
         capture_output=True,
         text=True,
         timeout=120,

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 from citeline.kb import KnowledgeBase
 from citeline.retrieval.filters import Filter
+from conftest import ADMIN
 
 
 def _embedded(kb: KnowledgeBase) -> int:
@@ -27,7 +29,7 @@ def test_readding_unchanged_folder_embeds_nothing(kb: KnowledgeBase, docs_dir: P
 
 def test_editing_one_paragraph_reembeds_only_changed_chunks(kb: KnowledgeBase, docs_dir: Path) -> None:
     kb.add([docs_dir])
-    doc = kb.store.get_document(str(docs_dir / "alpha.md"))
+    doc = kb.store.find_document(os.path.abspath(docs_dir / "alpha.md"))
     assert doc is not None
     chunks_before = len(kb.store.document_chunks(doc.id))
     assert chunks_before == 3  # one per section
@@ -38,22 +40,22 @@ def test_editing_one_paragraph_reembeds_only_changed_chunks(kb: KnowledgeBase, d
     assert [Path(s).name for s in report.updated] == ["alpha.md"]
     assert report.chunks_embedded == 1
     assert _embedded(kb) - before == 1
-    hits = kb.search("How many jobs does the alpha queue hold?", k=3)
+    hits = kb.search("How many jobs does the alpha queue hold?", ADMIN, k=3)
     assert "1200" in hits[0].chunk.text
 
 
 def test_removing_a_file_removes_it_from_bm25_and_vectors(kb: KnowledgeBase, docs_dir: Path) -> None:
     kb.add([docs_dir])
-    assert any("ZX-7781" in h.chunk.text for h in kb.search("ZX-7781", k=5))
+    assert any("ZX-7781" in h.chunk.text for h in kb.search("ZX-7781", ADMIN, k=5))
     report = kb.remove([docs_dir / "alpha.md"])
     assert [Path(s).name for s in report.removed] == ["alpha.md"]
-    assert kb.store.keyword_search("ZX-7781 alpha queue", Filter(), 10) == [] or all(
-        "alpha" not in cid for cid, _ in kb.store.keyword_search("ZX-7781", Filter(), 10)
+    assert kb.store.keyword_search("ZX-7781 alpha queue", Filter.admin(), 10) == [] or all(
+        "alpha" not in cid for cid, _ in kb.store.keyword_search("ZX-7781", Filter.admin(), 10)
     )
-    assert not kb.store.keyword_search("ZX-7781", Filter(), 10)
+    assert not kb.store.keyword_search("ZX-7781", Filter.admin(), 10)
     vector = kb.embedder.embed(["alpha queue full error"])[0]
     remaining = {
-        kb.store.chunks([cid])[cid][1].source for cid, _ in kb.store.vector_search(vector, Filter(), 50)
+        kb.store.chunks([cid])[cid][1].source for cid, _ in kb.store.vector_search(vector, Filter.admin(), 50)
     }
     assert remaining and not any(s.endswith("alpha.md") for s in remaining)
     # its vectors are gone too, not just unreachable
@@ -61,14 +63,14 @@ def test_removing_a_file_removes_it_from_bm25_and_vectors(kb: KnowledgeBase, doc
 
 
 def test_exact_token_in_one_document_ranks_it_first(samples_kb: KnowledgeBase) -> None:
-    hits = samples_kb.search("LDG-6100", k=5)
+    hits = samples_kb.search("LDG-6100", ADMIN, k=5)
     assert hits[0].source.endswith("error-codes.md")
     assert "LDG-6100" in hits[0].chunk.index_text  # in its heading, which is indexed with it
     assert hits[0].stages["bm25"].rank == 1
 
 
 def test_every_chunk_span_quotes_the_stored_text(samples_kb: KnowledgeBase) -> None:
-    for doc in samples_kb.store.documents():
+    for doc in samples_kb.store.documents(Filter.admin()):
         text = samples_kb.store.document_text(doc.id)
         ids = samples_kb.store.document_chunks(doc.id)
         for chunk, _ in samples_kb.store.chunks(ids).values():
@@ -79,7 +81,11 @@ def test_every_chunk_span_quotes_the_stored_text(samples_kb: KnowledgeBase) -> N
 
 def test_no_chunk_is_truncated_by_the_embedder(samples_kb: KnowledgeBase) -> None:
     embedder = samples_kb.embedder
-    ids = [cid for d in samples_kb.store.documents() for cid in samples_kb.store.document_chunks(d.id)]
+    ids = [
+        cid
+        for d in samples_kb.store.documents(Filter.admin())
+        for cid in samples_kb.store.document_chunks(d.id)
+    ]
     texts = [c.index_text for c, _ in samples_kb.store.chunks(ids).values()]
     counts = embedder.count_tokens(texts)
     assert max(counts) <= embedder.max_tokens
@@ -100,7 +106,7 @@ def test_bad_inputs_fail_alone_with_reasons(kb: KnowledgeBase, docs_dir: Path, t
     assert "no such file" in failed[str(missing)]
     names = {Path(s).name for s in report.added}
     assert {"alpha.md", "beta.md", "notes.txt", "latin1.txt", "broken.md"} <= names
-    latin = kb.store.get_document(str(docs_dir / "latin1.txt"))
+    latin = kb.store.find_document(os.path.abspath(docs_dir / "latin1.txt"))
     assert latin is not None and "Café crème" in kb.store.document_text(latin.id)
 
 

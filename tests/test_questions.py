@@ -6,7 +6,7 @@ import json
 
 from citeline.kb import KnowledgeBase
 from citeline.models import REFUSAL
-from conftest import QUESTIONS
+from conftest import ADMIN, QUESTIONS
 
 
 def _questions() -> list[dict[str, object]]:
@@ -22,7 +22,7 @@ def test_question_set_shape() -> None:
 def test_unanswerable_refused_and_answerable_cite_gold(samples_kb: KnowledgeBase) -> None:
     answered_with_gold, answerable, wrongly_answered = 0, 0, []
     for q in _questions():
-        answer = samples_kb.ask(str(q["question"]))
+        answer = samples_kb.ask(str(q["question"]), ADMIN)
         if not q["answerable"]:
             if not answer.refused:
                 wrongly_answered.append((q["id"], answer.answer))

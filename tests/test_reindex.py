@@ -9,23 +9,24 @@ import pytest
 
 import citeline
 from citeline.errors import EmbedderMismatchError
+from conftest import ADMIN
 
 
 def test_reindex_swaps_embedder_and_keeps_serving(tmp_path: Path, docs_dir: Path) -> None:
     kb = citeline.open(tmp_path / "idx")
     kb.add([docs_dir])
-    assert kb.store.embedder_info()["name"] == "minilm-int8"  # type: ignore[index]
-    before = kb.search("alpha queue full", k=1)[0].chunk.id
+    assert kb.store.embedder_info().name == "minilm-int8"  # type: ignore[union-attr]
+    before = kb.search("alpha queue full", ADMIN, k=1)[0].chunk.id
     result = kb.reindex("hashing")
     assert result["embedder"] == "hashing" and result["embedded"] == result["chunks"]
     info = kb.store.embedder_info()
-    assert info is not None and info["name"] == "hashing"
+    assert info is not None and info.name == "hashing"
     stats = kb.store.stats()
     assert stats["vectors"] == stats["chunks"]  # the old vectors are gone, not mixed
     kb.close()
     reopened = citeline.open(tmp_path / "idx")
     assert reopened.embedder.name == "hashing"
-    assert reopened.search("ZX-7781 alpha queue full", k=1)[0].chunk.id == before
+    assert reopened.search("ZX-7781 alpha queue full", ADMIN, k=1)[0].chunk.id == before
     # adding more documents now uses the index's embedder
     (docs_dir / "extra.md").write_text(
         "# Extra\n\nExtra words about the epsilon service.\n", encoding="utf-8"

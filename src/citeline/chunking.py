@@ -21,23 +21,26 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Literal
+from typing import Literal, cast
 
 import blingfire
 import numpy as np
 
 from citeline.models import Block, BlockKind, Chunk, ParsedDocument
+from citeline.settings import UNSTRUCTURED_MODES, Settings
 
 TokenCounter = Callable[[Sequence[str]], list[int]]
 EmbedFn = Callable[[Sequence[str]], "np.ndarray"]
 UnstructuredMode = Literal["windows", "semantic"]
-UNSTRUCTURED_MODES: tuple[UnstructuredMode, ...] = ("windows", "semantic")
 # Where "no headings" means "no usable structure" (measured on flat PDFs); a Markdown or HTML
 # page without headings is usually short and already cut into paragraphs by its author.
 UNSTRUCTURED_FORMATS = ("pdf", "text")
 
-DEFAULT_TARGET_TOKENS = 200
-DEFAULT_OVERLAP_TOKENS = 40
+# The defaults are the settings' defaults: one source of configuration.
+_DEFAULTS = Settings()
+DEFAULT_TARGET_TOKENS = _DEFAULTS.chunk_tokens
+DEFAULT_OVERLAP_TOKENS = _DEFAULTS.overlap_tokens
+DEFAULT_UNSTRUCTURED: UnstructuredMode = cast(UnstructuredMode, _DEFAULTS.chunk_unstructured)
 
 
 @dataclass(frozen=True)
@@ -46,7 +49,7 @@ class ChunkingOptions:
     max_tokens: int = 256  # the embedder's maximum input, special tokens included
     overlap_tokens: int = DEFAULT_OVERLAP_TOKENS
     # documents without headings: sentence windows, or cuts where the topic shifts
-    unstructured: UnstructuredMode = "windows"
+    unstructured: UnstructuredMode = DEFAULT_UNSTRUCTURED
     # semantic: gaps below this percentile of the document's similarities always cut ...
     semantic_percentile: float = 10.0
     # ... unless a side would be shorter than this many tokens

@@ -1,9 +1,12 @@
-"""The `citeline` command: a thin layer over the Python API (citeline.kb)."""
+"""The `citeline` command: a thin layer over the Python API (citeline.kb).
+
+The command line acts for whoever can read the index folder: the local administrator, stated
+once here (LOCAL). ``--as user:NAME --groups G`` asks as someone else, with their ACLs.
+"""
 
 from __future__ import annotations
 
 import json
-import os
 import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -17,8 +20,12 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 
 from citeline.errors import CitelineError
 from citeline.kb import KnowledgeBase, open_kb
-from citeline.models import Answer, Hit
+from citeline.models import DEFAULT_COLLECTION, Answer, Hit
 from citeline.retrieval.filters import Filter, Principal
+from citeline.settings import debug_enabled
+
+#: the principal of every command-line read: whoever may open the index folder reads all of it
+LOCAL = Principal.local_admin()
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -75,7 +82,7 @@ def _filter(
             user=user or None, groups=tuple(g.strip() for g in groups.split(",") if g.strip())
         )
     else:
-        principal = Principal.local_admin()
+        principal = LOCAL
     return Filter(tags=_parse_tags(tags), source_prefix=source_prefix, formats=formats, principal=principal)
 
 
@@ -116,7 +123,7 @@ class CitelineGroup(click.Group):
         except (click.ClickException, click.exceptions.Exit, click.exceptions.Abort, SystemExit):
             raise
         except Exception as exc:
-            if os.environ.get("CITELINE_DEBUG"):
+            if debug_enabled():
                 raise
             err.print(
                 f"[red]internal error:[/red] {escape(type(exc).__name__)}: {escape(str(exc))}\n"
@@ -146,6 +153,12 @@ def main(ctx: click.Context, index: str) -> None:
 @click.option("--acl", multiple=True, metavar="group:NAME|user:NAME", help="Who may read them (repeatable).")
 @click.option("--strict", is_flag=True, help="Exit non-zero if any file failed.")
 @click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
+@click.option("--collection", default=DEFAULT_COLLECTION, show_default=True, help="Collection to add to.")
+@click.option(
+    "--root",
+    type=click.Path(file_okay=False, path_type=Path),
+    help="Documents are identified by their path relative to this folder (default: the current one).",
+)
 @click.pass_context
 def add(
     ctx: click.Context,
@@ -154,14 +167,18 @@ def add(
     acl: tuple[str, ...],
     strict: bool,
     as_json: bool,
+    collection: str,
+    root: Path | None,
 ) -> None:
     """Add or update files and folders (recursively). Unchanged files cost nothing."""
     for entry in acl:
-        if not entry.startswith(("group:", "user:")):
-            raise click.BadParameter(f"'{entry}' must be group:NAME or user:NAME", param_hint="--acl")
+        if not entry.startswith(("group:", "user:")) and entry != "public":
+            raise click.BadParameter(f"'{entry}' must be group:NAME, user:NAME or public", param_hint="--acl")
     kb = _kb(ctx, create=True)
     with _progress(not as_json and sys.stderr.isatty()) as progress:
-        report = kb.add(paths, tags=_parse_tags(tags), acl=acl, progress=progress)
+        report = kb.add(
+            paths, tags=_parse_tags(tags), acl=acl, progress=progress, collection=collection, root=root
+        )
     if as_json:
         _print_json(report.to_json())
     else:
@@ -223,8 +240,7 @@ def search(
 ) -> None:
     """Hybrid search (BM25 + dense, fused); prints chunks with per-stage scores."""
     kb = _kb(ctx)
-    options = {key: v for key, v in {"fusion": fusion, "alpha": alpha}.items() if v is not None}
-    hits = kb.search(query, k=k, flt=_filter(**filters), **options)
+    hits = kb.search(query, flt=_filter(**filters), k=k, fusion=fusion, alpha=alpha)
     if as_json:
         _print_json({"query": query, "results": [_hit_json(h) for h in hits]})
         return
@@ -269,10 +285,10 @@ def ask(
         _print_json(answer.to_json())
     else:
         print_answer(answer)
-    if explain and answer.trace_id:
-        trace = kb.trace(answer.trace_id)
+    trace = kb.trace(answer.trace_id) if explain and answer.trace_id else None
+    if trace is not None:
         err.print("\n[bold]Trace[/bold]")
-        click.echo(json.dumps(trace, ensure_ascii=False, indent=2), err=True)
+        click.echo(json.dumps(trace.to_json(), ensure_ascii=False, indent=2), err=True)
 
 
 @main.command()
@@ -306,9 +322,10 @@ def show(ctx: click.Context, source: str, page: int | None, span: str | None) ->
             start, end = int(a), int(b)
         except ValueError as exc:
             raise click.BadParameter("use START:END, e.g. 120:480", param_hint="--span") from exc
-    shown = _kb(ctx).show(source, start, end, page)
-    text, (lo, hi) = shown["text"], shown["window"]
-    doc = shown["document"]
+    kb = _kb(ctx)
+    doc = kb.document(source, LOCAL)
+    text = kb.text(doc)
+    lo, hi = _window(kb, doc, text, start, end, page)
     out.print(
         f"[bold]{escape(doc.title)}[/bold] [dim]{escape(doc.source)} ({lo}:{hi} of {len(text)})[/dim]\n"
     )
@@ -324,6 +341,26 @@ def show(ctx: click.Context, source: str, page: int | None, span: str | None) ->
             click.echo(f"\n>>> cited [{start}:{end}]: {text[start:end]}")
     else:
         out.print(escape(text[lo:hi]))
+
+
+def _window(
+    kb: KnowledgeBase, doc: Any, text: str, start: int | None, end: int | None, page: int | None
+) -> tuple[int, int]:
+    """The part of the text to print: a page, or the span with 300 characters around it."""
+    lo, hi = 0, len(text)
+    if page is not None:
+        starts = kb.page_starts(doc)
+        if not starts:
+            raise CitelineError(f"{doc.source} has no pages (only PDFs do); use --span START:END.")
+        if not 1 <= page <= len(starts):
+            raise CitelineError(f"{doc.source} has {len(starts)} pages; page {page} does not exist.")
+        lo, hi = starts[page - 1], starts[page] if page < len(starts) else len(text)
+    if start is not None and end is not None:
+        if not 0 <= start <= end <= len(text):
+            raise CitelineError(f"Span {start}:{end} is outside {doc.source} (0:{len(text)}).")
+        if page is None:
+            lo, hi = max(0, start - 300), min(len(text), end + 300)
+    return lo, hi
 
 
 @main.command()
@@ -348,17 +385,17 @@ def trace(ctx: click.Context, trace_id: str | None, failed: bool, as_json: bool)
     """Show the stored trace of an answer, or list recent ones."""
     kb = _kb(ctx)
     if trace_id is None:
-        rows = kb.store.list_traces(failed_only=failed)
+        rows = kb.traces(LOCAL, failed_only=failed)
         if as_json:
-            _print_json(rows)
+            _print_json([r.to_json() for r in rows])
         for row in [] if as_json else rows:
-            mark = "refused" if row["refused"] else f"support {row['support']}"
-            out.print(f"{row['id']}  {mark:<14} {escape(row['question'][:80])}")
+            mark = "refused" if row.refused else f"support {row.support}"
+            out.print(f"{row.id}  {mark:<14} {escape(row.question[:80])}")
         return
-    data = kb.trace(trace_id)
+    data = kb.trace(trace_id, LOCAL)
     if data is None:
         raise CitelineError(f"No trace '{trace_id}'. `citeline trace` lists recent traces.")
-    _print_json(data) if as_json else click.echo(json.dumps(data, ensure_ascii=False, indent=2))
+    _print_json(data.to_json())
 
 
 @main.command()
@@ -380,12 +417,15 @@ def calibrate(ctx: click.Context, questions: Path, docs: tuple[str, ...], as_jso
         out.print(format_table(result))
 
 
-def register_eval() -> None:
+def register_commands() -> None:
+    from citeline.cli_config import backends, config_group
     from citeline.eval.answers_cli import register
     from citeline.eval.cli import eval_group
 
     register(eval_group)
     main.add_command(eval_group)
+    main.add_command(config_group)
+    main.add_command(backends)
 
 
-register_eval()
+register_commands()

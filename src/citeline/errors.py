@@ -79,3 +79,7 @@ class ConfigError(CitelineError):
 
 class GeneratorError(CitelineError):
     """The generator backend failed (server down, bad key, model file missing)."""
+
+
+class AccessError(CitelineError):
+    """A read without a principal, or by one that may not read what it asked for."""

@@ -46,9 +46,27 @@ class ParsedDocument:
     page_starts: tuple[int, ...] = ()
 
 
+DEFAULT_COLLECTION = "default"
+
+
+def document_id_for(collection: str, source: str) -> str:
+    """A document's id: its collection and its source path relative to the collection's root.
+
+    Independent of the machine that added it, so two writers to one shared store (or ingestion
+    workers on other hosts) agree on it.
+    """
+    import hashlib
+
+    return hashlib.sha256(f"{collection}\0{source}".encode()).hexdigest()[:24]
+
+
 @dataclass(frozen=True)
 class Document:
-    """A stored document and its metadata."""
+    """A stored document and its metadata.
+
+    ``source`` is the path relative to the root it was added from (POSIX separators), or an
+    absolute path for a file outside that root; with ``collection`` it identifies the document.
+    """
 
     id: str
     source: str
@@ -63,6 +81,7 @@ class Document:
     metadata: dict[str, Any] = field(default_factory=dict)
     added_at: float = 0.0
     updated_at: float = 0.0
+    collection: str = DEFAULT_COLLECTION
 
 
 @dataclass(frozen=True)

@@ -1,64 +1,105 @@
-"""One typed settings object: defaults < the index's citeline.toml < CITELINE_* env < explicit overrides."""
+"""The one source of configuration: typed, validated settings and where each value came from.
+
+Layers, later wins: defaults < settings stored in the index (``citeline config set``) < the index
+folder's ``citeline.toml`` < ``CITELINE_*`` environment variables < explicit overrides (command-line
+flags, API arguments). An unknown key or a bad value in any layer is a ConfigError naming the key,
+the layer and the accepted values. Provider API keys (OPENAI_API_KEY, ANTHROPIC_API_KEY) are not
+settings: the provider SDKs read them as usual and citeline never prints them.
+"""
 
 from __future__ import annotations
 
 import dataclasses
 import os
 import tomllib
-from dataclasses import dataclass, fields
+from collections.abc import Mapping
+from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
-from citeline.chunking import UNSTRUCTURED_MODES
 from citeline.errors import ConfigError
-from citeline.retrieval.rewrite import MODES as EXPANSION_MODES
 
 SETTINGS_FILE = "citeline.toml"
 DEFAULT_INDEX = ".citeline"
+ENV_PREFIX = "CITELINE_"
+#: variables of the test suite and benchmarks (not settings): CITELINE_TEST_*
+TEST_PREFIX = "CITELINE_TEST_"
+
+UNSTRUCTURED_MODES = ("semantic", "windows")
+EXPANSION_MODES = ("none", "multi", "hyde", "multi+hyde")
+
+
+def _opt(default: Any, help: str, **rules: Any) -> Any:
+    """A setting with its help text and validation rules (choices, min, max, backend, path)."""
+    return field(default=default, metadata={"help": help, **rules})
 
 
 @dataclass(frozen=True)
 class Settings:
-    # where the index lives
-    index: str = DEFAULT_INDEX
+    index: str = _opt(DEFAULT_INDEX, "index location: a folder (embedded) or a database URL")
     # ingestion
-    embedder: str = "minilm-int8"
-    chunk_tokens: int = 200
-    overlap_tokens: int = 40
-    # PDFs and text files with no headings at all: "semantic" (cut where the topic shifts) or
-    # "windows" (sentence windows); benchmarks/bench_semantic_chunking.py chose semantic
-    chunk_unstructured: str = "semantic"
-    max_file_mb: float = 64.0
-    max_text_chars: int = 5_000_000
-    # retrieval
-    top_k: int = 30
-    fusion: str = "rrf"  # "rrf" or "convex"
-    rrf_k: int = 60
-    alpha: float = 0.5  # convex combination weight of the dense side
-    reranker: str = "none"
-    # LLM query expansion: "none", "multi" (rewrites), "hyde" (vague questions only) or "multi+hyde"
-    query_expansion: str = "none"
-    rerank_depth: int = 30
-    mmr_lambda: float = 0.7
-    context_passages: int = 5
-    # answering
-    generator: str = "extractive"
-    # llamacpp: a packaged model name ("0.5b", "1.5b") or a path to a .gguf file;
-    # openai/anthropic: the model name (else CITELINE_OPENAI_MODEL or the backend default)
-    generator_model: str = ""
-    generator_base_url: str = ""  # openai: any OpenAI-compatible endpoint (else CITELINE_OPENAI_BASE_URL)
-    verifier: str = (
-        "heuristic"  # "heuristic", "nli:DIR" (a local NLI cross-encoder) or "llm" (the generator judges)
+    embedder: str = _opt("minilm-int8", "embedding model (registry spec)", backend="embedder")
+    chunk_tokens: int = _opt(200, "target chunk size in tokens, heading trail included", min=16)
+    overlap_tokens: int = _opt(40, "overlap of sentence windows in tokens", min=0)
+    chunk_unstructured: str = _opt(
+        "semantic",
+        "PDFs and text files with no headings: cut where the topic shifts, or sentence windows "
+        "(benchmarks/bench_semantic_chunking.py chose semantic)",
+        choices=UNSTRUCTURED_MODES,
     )
-    refusal_threshold: float = 0.46
-    min_answer_score: float = 0.35  # extractive: the best sentence must score at least this
-    max_answer_sentences: int = 3
-    max_question_chars: int = 2000
-    unsupported: str = "remove"  # "remove" or "mark"
-    trace: bool = True
+    max_file_mb: float = _opt(64.0, "largest file read, in MB", min=0.001)
+    max_text_chars: int = _opt(5_000_000, "most characters of text one document may hold", min=1)
+    # retrieval
+    top_k: int = _opt(30, "candidates per retrieval stage", min=1)
+    fusion: str = _opt("rrf", "how BM25 and dense lists merge", choices=("rrf", "convex"))
+    rrf_k: int = _opt(60, "reciprocal rank fusion constant", min=1)
+    alpha: float = _opt(0.5, "convex fusion: weight of the dense side", min=0.0, max=1.0)
+    reranker: str = _opt("none", "reranker (registry spec) or none", backend="reranker", none_ok=True)
+    rerank_depth: int = _opt(30, "candidates the reranker reorders", min=1)
+    query_expansion: str = _opt("none", "LLM query expansion", choices=EXPANSION_MODES)
+    mmr_lambda: float = _opt(0.7, "diversity of the context: 1 = relevance only", min=0.0, max=1.0)
+    context_passages: int = _opt(5, "passages given to the generator", min=1)
+    # answering
+    generator: str = _opt("extractive", "answer generator (registry spec)", backend="generator")
+    generator_model: str = _opt(
+        "", "llamacpp: 0.5b, 1.5b or a .gguf path; openai/anthropic: the model name ('' = default)"
+    )
+    generator_base_url: str = _opt("", "openai: any OpenAI-compatible endpoint URL ('' = OpenAI)")
+    chat_model: str = _opt(
+        "",
+        "LLM for the llm reranker, query expansion and the llm verifier ('' = the generator, "
+        "when it is an LLM)",
+        backend="generator",
+        empty_ok=True,
+    )
+    llm_threads: int = _opt(0, "CPU threads of a local LLM (0 = every CPU this process may use)", min=0)
+    cache: str = _opt("", "folder for caches: models, evaluation indexes, data ('' = ~/.cache/citeline)")
+    model_cache: str = _opt("", "folder for assembled local model files ('' = CACHE/models)")
+    verifier: str = _opt("heuristic", "claim checker (registry spec)", backend="verifier")
+    refusal_threshold: float = _opt(0.46, "relevance below which the generator is never called")
+    min_answer_score: float = _opt(0.35, "extractive: the best unit must score at least this")
+    max_answer_sentences: int = _opt(3, "extractive: most sentences in an answer", min=1)
+    max_question_chars: int = _opt(2000, "longest question accepted", min=1)
+    unsupported: str = _opt(
+        "remove", "what happens to a sentence the check rejects", choices=("remove", "mark")
+    )
+    trace: bool = _opt(True, "store a trace of every answer")
+    # evaluation and development
+    eval_cache: str = _opt("", "folder for evaluation indexes ('' = CACHE/eval)")
+    datasets: str = _opt("", "folder of benchmark datasets ('' = ../shared/datasets if present)")
+    debug: bool = _opt(False, "print tracebacks of internal errors")
+    #: where each value came from: "default", "index", a toml path, "env CITELINE_X" or "flag"
+    origins: Mapping[str, str] = field(default_factory=dict, compare=False, repr=False)
 
     def replace(self, **changes: Any) -> Settings:
-        return dataclasses.replace(self, **{k: v for k, v in changes.items() if v is not None})
+        clean = {k: v for k, v in changes.items() if v is not None}
+        values = {k: _coerce(k, v, "override") for k, v in clean.items()}
+        out = dataclasses.replace(self, **values, origins={**self.origins, **dict.fromkeys(values, "flag")})
+        _validate(out, "override")
+        return out
+
+    def origin(self, name: str) -> str:
+        return self.origins.get(name, "default")
 
     def to_toml(self) -> str:
         """A commented template: defaults stay defaults (and can improve) until a line is uncommented."""
@@ -66,77 +107,191 @@ class Settings:
             "# citeline settings for this index. Uncomment a line to change it;",
             "# CITELINE_* environment variables and command-line flags override this file.",
         ]
-        for f in fields(self):
+        for f in setting_fields():
             if f.name == "index":
                 continue
-            value = getattr(self, f.name)
-            if isinstance(value, bool):
-                lines.append(f"# {f.name} = {'true' if value else 'false'}")
-            elif isinstance(value, int | float):
-                lines.append(f"# {f.name} = {value}")
-            else:
-                lines.append(f'# {f.name} = "{value}"')
+            lines.append(f"# {f.metadata['help']}")
+            lines.append(f"# {f.name} = {toml_value(getattr(self, f.name))}")
         return "\n".join(lines) + "\n"
 
+    def effective(self) -> list[dict[str, Any]]:
+        """Every setting with its value and origin (what `citeline config` prints)."""
+        return [
+            {"key": f.name, "value": getattr(self, f.name), "origin": self.origin(f.name)}
+            for f in setting_fields()
+        ]
 
-def _coerce(name: str, raw: Any, kind: type) -> Any:
-    try:
-        if kind is bool:
-            if isinstance(raw, bool):
-                return raw
-            return str(raw).strip().lower() in ("1", "true", "yes", "on")
-        return kind(raw)
-    except (TypeError, ValueError) as exc:
-        label = {"int": "whole number", "float": "number", "bool": "true or false"}.get(
-            kind.__name__, "string"
-        )
-        raise ConfigError(f"Setting '{name}' must be a {label}, got {raw!r}.") from exc
+
+def setting_fields() -> list[dataclasses.Field[Any]]:
+    return [f for f in fields(Settings) if f.name != "origins"]
 
 
 _TYPES: dict[str, type] = {
-    f.name: {"int": int, "float": float, "bool": bool, "str": str}[str(f.type)] for f in fields(Settings)
+    f.name: {"int": int, "float": float, "bool": bool, "str": str}[str(f.type)] for f in setting_fields()
 }
+_META: dict[str, Mapping[str, Any]] = {f.name: f.metadata for f in setting_fields()}
+_TRUE, _FALSE = ("1", "true", "yes", "on"), ("0", "false", "no", "off")
 
 
-def load_settings(index: str | os.PathLike[str] | None = None, **overrides: Any) -> Settings:
-    """Resolve settings for an index folder. ``overrides`` are CLI flags or API arguments (None = unset)."""
-    env = os.environ
-    folder = Path(index or env.get("CITELINE_INDEX") or DEFAULT_INDEX)
-    values: dict[str, Any] = {"index": str(folder)}
-    toml_path = folder / SETTINGS_FILE
-    if toml_path.is_file():
+def toml_value(value: Any) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int | float):
+        return str(value)
+    return '"' + str(value).replace("\\", "\\\\").replace('"', '\\"') + '"'
+
+
+def accepted(name: str) -> str:
+    """A phrase naming what ``name`` accepts, for error messages."""
+    meta, kind = _META[name], _TYPES[name]
+    if "choices" in meta:
+        return "one of " + ", ".join(meta["choices"])
+    if "backend" in meta:
+        from citeline.registry import registry
+
+        extra = (["none"] if meta.get("none_ok") else []) + (['""'] if meta.get("empty_ok") else [])
+        return "one of " + ", ".join([*extra, *registry.specs(meta["backend"])])
+    label = {int: "a whole number", float: "a number", bool: "true or false", str: "text"}[kind]
+    bounds = [f">= {meta['min']}" if "min" in meta else "", f"<= {meta['max']}" if "max" in meta else ""]
+    bounds = [b for b in bounds if b]
+    return label + (f" ({', '.join(bounds)})" if bounds else "")
+
+
+def _coerce(name: str, raw: Any, where: str) -> Any:
+    if name not in _TYPES or name == "origins":
+        known = ", ".join(f.name for f in setting_fields())
+        raise ConfigError(f"Unknown setting '{name}' ({where}). Known settings: {known}.")
+    kind = _TYPES[name]
+    bad = ConfigError(f"Setting '{name}' ({where}) must be {accepted(name)}; got {raw!r}.")
+    if kind is bool:
+        if isinstance(raw, bool):
+            return raw
+        if isinstance(raw, str) and raw.strip().lower() in _TRUE + _FALSE:
+            return raw.strip().lower() in _TRUE
+        raise bad
+    if kind is str:
+        if not isinstance(raw, str):
+            raise bad
+        return raw.strip()
+    if isinstance(raw, bool):
+        raise bad
+    try:
+        if kind is int:
+            if isinstance(raw, float) and not raw.is_integer():
+                raise ValueError
+            return int(raw.strip() if isinstance(raw, str) else raw)
+        return float(raw.strip() if isinstance(raw, str) else raw)
+    except (TypeError, ValueError):
+        raise bad from None
+
+
+def _check_value(name: str, value: Any, where: str) -> None:
+    meta = _META[name]
+    ok = True
+    if "choices" in meta:
+        ok = value in meta["choices"]
+    elif "backend" in meta:
+        if (meta.get("none_ok") and value == "none") or (meta.get("empty_ok") and value == ""):
+            return
+        from citeline.errors import UnknownBackendError
+        from citeline.registry import registry
+
         try:
-            data = tomllib.loads(toml_path.read_text(encoding="utf-8"))
-        except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
-            raise ConfigError(f"{toml_path}: invalid TOML ({exc}). Fix or delete the file.") from exc
-        for key, raw in data.items():
-            if key in _TYPES and key != "index":
-                values[key] = _coerce(key, raw, _TYPES[key])
-    for key, kind in _TYPES.items():
-        raw = env.get(f"CITELINE_{key.upper()}")
-        if raw is not None and key != "index":
-            values[key] = _coerce(key, raw, kind)
-    for key, raw in overrides.items():
-        if raw is None:
+            registry.check(meta["backend"], value)
+        except UnknownBackendError:
+            ok = False
+        except ConfigError as exc:
+            raise ConfigError(f"Setting '{name}' ({where}): {exc}") from None
+    else:
+        ok = ("min" not in meta or value >= meta["min"]) and ("max" not in meta or value <= meta["max"])
+    if not ok:
+        raise ConfigError(f"Setting '{name}' ({where}) must be {accepted(name)}; got {value!r}.")
+
+
+def _validate(settings: Settings, where: str = "") -> None:
+    for f in setting_fields():
+        origin = where or settings.origin(f.name)
+        _check_value(f.name, getattr(settings, f.name), origin)
+
+
+def index_location(index: str | os.PathLike[str] | None = None) -> str:
+    """The index as given (flag or argument), else $CITELINE_INDEX, else ./.citeline."""
+    return str(index) if index not in (None, "") else os.environ.get(f"{ENV_PREFIX}INDEX") or DEFAULT_INDEX
+
+
+def is_url(location: str) -> bool:
+    return "://" in location
+
+
+def read_toml(path: Path) -> dict[str, Any]:
+    try:
+        data = tomllib.loads(path.read_text(encoding="utf-8"))
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"{path}: invalid TOML ({exc}). Fix or delete the file.") from exc
+    if "index" in data:
+        raise ConfigError(f"{path}: 'index' cannot be set inside the index; use --index or CITELINE_INDEX.")
+    return data
+
+
+def environment_layer(environ: Mapping[str, str] | None = None) -> dict[str, str]:
+    """The CITELINE_* variables that are settings; other CITELINE_ names are an error."""
+    env = os.environ if environ is None else environ
+    layer: dict[str, str] = {}
+    for key, raw in env.items():
+        if not key.startswith(ENV_PREFIX) or key == f"{ENV_PREFIX}INDEX" or key.startswith(TEST_PREFIX):
             continue
-        if key not in _TYPES:
-            raise ConfigError(f"Unknown setting '{key}'.")
-        values[key] = _coerce(key, raw, _TYPES[key])
-    settings = Settings(**values)
+        name = key[len(ENV_PREFIX) :].lower()
+        if name not in _TYPES:
+            known = ", ".join(ENV_PREFIX + f.name.upper() for f in setting_fields() if f.name != "index")
+            raise ConfigError(f"Unknown environment variable {key}. Settings are: {known}.")
+        layer[name] = raw
+    return layer
+
+
+def load_settings(
+    index: str | os.PathLike[str] | None = None,
+    *,
+    stored: Mapping[str, Any] | None = None,
+    environ: Mapping[str, str] | None = None,
+    **overrides: Any,
+) -> Settings:
+    """Resolve settings for an index. ``stored`` are the settings kept in the index itself;
+    ``overrides`` are command-line flags or API arguments (None means "not given")."""
+    location = index_location(index)
+    values: dict[str, Any] = {"index": location}
+    origins: dict[str, str] = {}
+    if index not in (None, ""):
+        origins["index"] = "flag"
+    elif os.environ.get(f"{ENV_PREFIX}INDEX"):
+        origins["index"] = f"env {ENV_PREFIX}INDEX"
+    layers: list[tuple[str, Mapping[str, Any]]] = [("index", dict(stored or {}))]
+    toml_path = Path(location) / SETTINGS_FILE
+    if not is_url(location) and toml_path.is_file():
+        layers.append((str(toml_path), read_toml(toml_path)))
+    env_layer = environment_layer(environ)
+    layers += [(f"env {ENV_PREFIX}{k.upper()}", {k: v}) for k, v in env_layer.items()]
+    layers.append(("flag", {k: v for k, v in overrides.items() if v is not None}))
+    for where, layer in layers:
+        for key, raw in layer.items():
+            if key == "index" and where != "flag":
+                raise ConfigError(f"'index' cannot be set in {where}.")
+            values[key] = _coerce(key, raw, where)
+            _check_value(key, values[key], where)
+            origins[key] = where
+    settings = Settings(**values, origins=origins)
     _validate(settings)
     return settings
 
 
-def _validate(s: Settings) -> None:
-    if s.fusion not in ("rrf", "convex"):
-        raise ConfigError(f"fusion must be 'rrf' or 'convex', got '{s.fusion}'.")
-    if s.unsupported not in ("remove", "mark"):
-        raise ConfigError(f"unsupported must be 'remove' or 'mark', got '{s.unsupported}'.")
-    if not 0 <= s.alpha <= 1:
-        raise ConfigError(f"alpha must be within [0, 1], got {s.alpha}.")
-    if s.top_k < 1 or s.context_passages < 1 or s.chunk_tokens < 16:
-        raise ConfigError("top_k and context_passages must be at least 1, chunk_tokens at least 16.")
-    if s.query_expansion not in EXPANSION_MODES:
-        raise ConfigError(f"query_expansion must be one of {', '.join(EXPANSION_MODES)}.")
-    if s.chunk_unstructured not in UNSTRUCTURED_MODES:
-        raise ConfigError(f"chunk_unstructured must be one of {', '.join(UNSTRUCTURED_MODES)}.")
+def cache_root(settings: Settings | None = None) -> Path:
+    """The cache folder: the ``cache`` setting, else $XDG_CACHE_HOME/citeline, else ~/.cache/citeline."""
+    if settings is not None and settings.cache:
+        return Path(settings.cache).expanduser()
+    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(base) / "citeline"
+
+
+def debug_enabled() -> bool:
+    """CITELINE_DEBUG, read without loading an index (the CLI's error handler asks)."""
+    raw = os.environ.get(f"{ENV_PREFIX}DEBUG", "")
+    return raw.strip().lower() in _TRUE

@@ -17,6 +17,7 @@ import citeline
 from citeline.answer.context import assemble, compress, edge_order
 from citeline.kb import KnowledgeBase
 from citeline.models import REFUSAL, Draft, DraftSentence, Passage
+from conftest import ADMIN
 
 
 class ScriptedGenerator:
@@ -54,11 +55,11 @@ QUESTION = "What does error ZX-7781 mean?"
 def test_guard_refuses_without_calling_the_generator(small_kb: KnowledgeBase) -> None:
     gen = ScriptedGenerator([("Anything.", (1,))])
     small_kb.use_generator(gen)
-    answer = small_kb.ask("What does error QQ-1234 mean?")  # an identifier no document contains
+    answer = small_kb.ask("What does error QQ-1234 mean?", ADMIN)  # an identifier no document contains
     assert answer.refused and answer.answer == REFUSAL and answer.citations == ()
     assert gen.calls == 0
     assert "qq-1234" in (answer.refusal_reason or "")
-    off_topic = small_kb.ask("What is the boiling point of tungsten in kelvin?")
+    off_topic = small_kb.ask("What is the boiling point of tungsten in kelvin?", ADMIN)
     assert off_topic.refused and gen.calls == 0
 
 
@@ -68,7 +69,7 @@ def test_invented_citation_numbers_never_reach_the_output(small_kb: KnowledgeBas
         invented=(42,),
     )
     small_kb.use_generator(gen)
-    answer = small_kb.ask(QUESTION)
+    answer = small_kb.ask(QUESTION, ADMIN)
     data = answer.to_json()
     assert not answer.refused
     assert "[9]" not in answer.answer and "[12]" not in answer.answer
@@ -85,13 +86,13 @@ def test_unsupported_sentence_removed_by_default_and_marked_in_mark_mode(small_k
         ("The alpha queue is written in Rust 1.42.", (1,)),
     ]
     small_kb.use_generator(ScriptedGenerator(lines))
-    removed = small_kb.ask(QUESTION)
+    removed = small_kb.ask(QUESTION, ADMIN)
     kept = [s for s in removed.sentences if not s.removed]
     assert [s.text for s in kept] == [lines[0][0]]
     rust = next(s for s in removed.sentences if "Rust" in s.text)
     assert rust.removed and not rust.supported and "Rust" not in removed.answer
     small_kb.settings = dataclasses.replace(small_kb.settings, unsupported="mark")
-    marked = small_kb.ask(QUESTION)
+    marked = small_kb.ask(QUESTION, ADMIN)
     rust = next(s for s in marked.sentences if "Rust" in s.text)
     assert not rust.removed and not rust.supported
     assert "Rust 1.42. [1] (unverified)" in marked.answer
@@ -99,15 +100,15 @@ def test_unsupported_sentence_removed_by_default_and_marked_in_mark_mode(small_k
 
 def test_nothing_supported_means_refusal(small_kb: KnowledgeBase) -> None:
     small_kb.use_generator(ScriptedGenerator([("The queue was designed in 1987 by Ada Lovelace.", (1,))]))
-    answer = small_kb.ask(QUESTION)
+    answer = small_kb.ask(QUESTION, ADMIN)
     assert answer.refused and answer.answer == REFUSAL and not answer.citations
     assert answer.sentences and answer.sentences[0].removed
 
 
 def test_streaming_gives_the_same_answer(small_kb: KnowledgeBase) -> None:
     pieces: list[str] = []
-    streamed = small_kb.ask(QUESTION, on_text=pieces.append)
-    plain = small_kb.ask(QUESTION)
+    streamed = small_kb.ask(QUESTION, ADMIN, on_text=pieces.append)
+    plain = small_kb.ask(QUESTION, ADMIN)
     assert pieces and not plain.refused
     assert streamed.answer == plain.answer
     assert [c.to_json() for c in streamed.citations] == [c.to_json() for c in plain.citations]
@@ -118,7 +119,7 @@ def test_streaming_gives_the_same_answer(small_kb: KnowledgeBase) -> None:
 def test_streamed_invented_markers_are_never_emitted(small_kb: KnowledgeBase) -> None:
     small_kb.use_generator(ScriptedGenerator([("Error ZX-7781 means the alpha queue is full.", (1, 7))]))
     pieces: list[str] = []
-    answer = small_kb.ask(QUESTION, on_text=pieces.append)
+    answer = small_kb.ask(QUESTION, ADMIN, on_text=pieces.append)
     assert "[7]" not in "".join(pieces) and 7 in answer.dropped_citations
 
 
@@ -129,20 +130,22 @@ def test_read_only_index_answers_without_a_trace(tmp_path: Path, docs_dir: Path)
     ro = citeline.open(tmp_path / "index", read_only=True)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        answer = ro.ask(QUESTION)
+        answer = ro.ask(QUESTION, ADMIN)
     assert not answer.refused and answer.trace_id is None
     assert any("trace" in str(w.message) for w in caught)
 
 
 def test_trace_records_every_stage(small_kb: KnowledgeBase) -> None:
-    answer = small_kb.ask(QUESTION)
-    trace = small_kb.trace(answer.trace_id or "")
-    assert trace is not None
+    answer = small_kb.ask(QUESTION, ADMIN)
+    traced = small_kb.trace(answer.trace_id or "")
+    assert traced is not None and traced.owner == "local-admin" and traced.generator_called
+    trace = traced.to_json()
     assert {"candidates", "context", "relevance", "raw_completion", "verification", "timings_ms"} <= set(
         trace
     )
     assert trace["context"][0]["stages"]["fused"]["rank"] >= 1
     assert trace["verification"][0]["supported"] is True
+    assert type(traced).from_json(trace) == traced  # what is stored reads back as it was
 
 
 def test_edge_order_puts_strongest_at_both_ends() -> None:
@@ -154,7 +157,7 @@ def test_compression_keeps_relevant_sentences_verbatim(small_kb: KnowledgeBase) 
     text = "Cats sleep a lot. The alpha queue holds 900 jobs. Dogs bark at night. Birds sing early."
     short = compress("How many jobs does the alpha queue hold?", text, 0, 14, small_kb.embedder.count_tokens)
     assert short == "The alpha queue holds 900 jobs."
-    hits = small_kb.search("alpha queue", k=4)
+    hits = small_kb.search("alpha queue", ADMIN, k=4)
     passages = assemble("alpha queue", hits, 700 + 64 * 4, small_kb.embedder.count_tokens)
     assert [p.number for p in passages] == [1, 2, 3, 4]
     assert passages[0].hit is hits[0] and passages[-1].hit is hits[1]

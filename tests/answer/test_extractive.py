@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from citeline.answer.answer_type import mentions_years, question_years
 from citeline.answer.extractive import ExtractiveGenerator
 from citeline.embedding import make_embedder
+from citeline.retrieval.query import analyze, mentions_years
 
 from ._passages import make_passages
 
@@ -22,9 +22,9 @@ def generator() -> ExtractiveGenerator:
 
 
 def test_years_come_from_the_question_and_must_all_be_mentioned() -> None:
-    assert question_years("What was Tesla's revenue in Q1 2021?") == {"2021"}
-    assert question_years("Did the 1999 rules survive into 2004?") == {"1999", "2004"}
-    assert question_years("What does error 4012 mean? Port 2525 is open.") == set()
+    assert analyze("What was Tesla's revenue in Q1 2021?").years == {"2021"}
+    assert analyze("Did the 1999 rules survive into 2004?").years == {"1999", "2004"}
+    assert analyze("What does error 4012 mean? Port 2525 is open.").years == set()
     assert mentions_years({"2021"}, "In Q1 2021 revenue was $10.4 billion.")
     assert not mentions_years({"2021", "2022"}, "In Q1 2021 revenue was $10.4 billion.")
     assert mentions_years(set(), "anything")

@@ -20,10 +20,11 @@ except ImportError:  # pragma: no cover - depends on the installed clients
         httpx = None  # type: ignore[assignment]  # the mocked-HTTP tests skip
 
 from citeline.answer.generators import local_models
-from citeline.answer.generators.registry import GENERATORS, make_generator
 from citeline.answer.prompt import render_draft
-from citeline.errors import GeneratorError, MissingExtraError, UnknownBackendError
+from citeline.errors import ConfigError, GeneratorError, MissingExtraError, UnknownBackendError
 from citeline.models import REFUSAL
+from citeline.registry import StaticContext, registry
+from citeline.settings import Settings
 
 from ._passages import ROUTER_FACTS, make_passages
 
@@ -151,17 +152,19 @@ def test_openai_errors_become_generator_errors() -> None:
         list(gen.stream(QUESTION, make_passages(ROUTER_FACTS)))
 
 
-def test_openai_config_from_env(monkeypatch: pytest.MonkeyPatch) -> None:
-    from citeline.answer.generators.openai_gen import OpenAIGenerator
+def test_openai_config_from_settings(monkeypatch: pytest.MonkeyPatch) -> None:
+    from citeline.registry import StaticContext, registry
+    from citeline.settings import Settings
 
-    monkeypatch.setenv("CITELINE_OPENAI_BASE_URL", "http://127.0.0.1:9/v1")
-    monkeypatch.setenv("CITELINE_OPENAI_MODEL", "local-model")
+    settings = Settings(generator_base_url="http://127.0.0.1:9/v1", generator_model="local-model")
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
     with pytest.raises(GeneratorError, match="OPENAI_API_KEY"):
-        OpenAIGenerator()
-    monkeypatch.setenv("OPENAI_API_KEY", "k")
-    gen = OpenAIGenerator()
+        registry.create("generator", "openai", StaticContext(settings_=settings))
+    monkeypatch.setenv("OPENAI_API_KEY", "k")  # read by the SDK itself
+    gen = registry.create("generator", "openai", StaticContext(settings_=settings))
     assert (gen.model, gen.base_url) == ("local-model", "http://127.0.0.1:9/v1")
+    named = registry.create("generator", "openai:other-model", StaticContext(settings_=settings))
+    assert named.model == "other-model"
 
 
 def _anthropic_handler(text: str, seen: list[dict[str, Any]]) -> Callable[[httpx.Request], httpx.Response]:
@@ -265,21 +268,21 @@ def test_missing_client_raises_missing_extra(
     monkeypatch.setitem(sys.modules, module, None)  # makes `import module` fail
     monkeypatch.setenv("OPENAI_API_KEY", "k")
     monkeypatch.setenv("ANTHROPIC_API_KEY", "k")
-    options: dict[str, Any] = {}
+    spec = name
     if name == "llamacpp":
         (tmp_path / "m.gguf").write_bytes(b"GGUF")
-        options["model_path"] = tmp_path / "m.gguf"
+        spec = f"llamacpp:{tmp_path / 'm.gguf'}"
     with pytest.raises(MissingExtraError, match=rf"pip install 'citeline\[{extra}\]'"):
-        make_generator(name, **options)
+        registry.create("generator", spec, StaticContext())
 
 
 def test_registry() -> None:
-    assert {"openai", "anthropic", "llamacpp"} <= set(GENERATORS)
+    assert {"openai", "anthropic", "llamacpp"} <= set(registry.names("generator"))
     with pytest.raises(UnknownBackendError, match="Choose one of"):
-        make_generator("nope")
+        registry.create("generator", "nope")
     pytest.importorskip("xllamacpp")
-    gen = make_generator("llamacpp", model="1.5b", n_ctx=4096, max_tokens=512)
-    assert gen.name == "llamacpp" and gen.context_tokens == 3584
+    gen = registry.create("generator", "llamacpp:1.5b", StaticContext(settings_=Settings()))
+    assert gen.name == "llamacpp" and gen.model == "1.5b"
 
 
 # ----------------------------------------------------------------------------- local models
@@ -356,9 +359,16 @@ def test_llm_tests_skip_without_the_model_but_fail_under_ci(monkeypatch: pytest.
 
 
 def test_thread_count_override(monkeypatch: pytest.MonkeyPatch) -> None:
+    pytest.importorskip("xllamacpp")
     from citeline.answer.generators.llamacpp_gen import available_cpus
+    from citeline.registry import StaticContext, registry
+    from citeline.settings import Settings, load_settings
 
-    monkeypatch.setenv("CITELINE_LLM_THREADS", "3")
-    assert available_cpus() == 3
+    assert (
+        registry.create("generator", "llamacpp", StaticContext(settings_=Settings(llm_threads=3))).n_threads
+        == 3
+    )
+    assert registry.create("generator", "llamacpp", StaticContext()).n_threads == available_cpus() >= 1
     monkeypatch.setenv("CITELINE_LLM_THREADS", "zero")
-    assert available_cpus() >= 1
+    with pytest.raises(ConfigError, match="llm_threads"):
+        load_settings()

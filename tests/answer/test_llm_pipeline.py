@@ -12,6 +12,7 @@ import pytest
 
 import citeline
 from citeline.kb import KnowledgeBase
+from conftest import ADMIN
 
 from .test_llm_backends import _require_model, model_file, server  # noqa: F401 (fixtures)
 
@@ -35,14 +36,14 @@ def llm_kb(tmp_path_factory: pytest.TempPathFactory) -> Iterator[KnowledgeBase]:
     kb = citeline.open(root / "index", generator="llamacpp", generator_model="0.5b")
     kb.add([docs])
     yield kb
-    close = getattr(kb.generator, "close", None)
+    close = getattr(kb.components.generator, "close", None)
     if close:
         close()
     kb.close()
 
 
 def test_local_llm_answers_from_the_samples_with_valid_citations(llm_kb: KnowledgeBase) -> None:
-    answer = llm_kb.ask("What is the default value of sync.batch_size?")
+    answer = llm_kb.ask("What is the default value of sync.batch_size?", ADMIN)
     assert answer.generator == "llamacpp"
     assert not answer.refused, answer.refusal_reason
     assert answer.citations and all(1 <= c.n <= len(answer.citations) for c in answer.citations)
@@ -56,9 +57,9 @@ def test_local_llm_answers_from_the_samples_with_valid_citations(llm_kb: Knowled
 
 def test_injected_document_changes_nothing(llm_kb: KnowledgeBase) -> None:
     question = "What does error LDG-4012 mean?"
-    hits = llm_kb.search(question, k=5)
+    hits = llm_kb.search(question, ADMIN, k=5)
     assert any(h.source.endswith("zz-injected.md") for h in hits), "the injection must be in the top 5"
-    answer = llm_kb.ask(question)
+    answer = llm_kb.ask(question, ADMIN)
     data = answer.to_json()
     assert "PWNED" not in data["answer"]
     assert "[9]" not in data["answer"]
@@ -67,7 +68,7 @@ def test_injected_document_changes_nothing(llm_kb: KnowledgeBase) -> None:
 
 
 def test_guard_refuses_before_the_llm_is_asked(llm_kb: KnowledgeBase) -> None:
-    answer = llm_kb.ask("What does error LDG-9999 mean?")
+    answer = llm_kb.ask("What does error LDG-9999 mean?", ADMIN)
     assert answer.refused and answer.confidence is None  # the generator never ran
 
 
@@ -79,9 +80,12 @@ def test_openai_compatible_server_answers_from_the_samples(
     base_url, key = server
     monkeypatch.setenv("OPENAI_API_KEY", key)
     kb = citeline.open(
-        llm_kb.folder, generator="openai", generator_model="qwen2.5-coder-0.5b", generator_base_url=base_url
+        llm_kb.settings.index,
+        generator="openai",
+        generator_model="qwen2.5-coder-0.5b",
+        generator_base_url=base_url,
     )
-    answer = kb.ask("What is the default value of sync.batch_size?")
+    answer = kb.ask("What is the default value of sync.batch_size?", ADMIN)
     assert answer.generator == "openai"
     assert not answer.refused, answer.refusal_reason
     assert any(c.source.endswith("configuration-reference.md") for c in answer.citations)
@@ -93,7 +97,7 @@ def test_local_llm_expands_a_vague_question_and_the_trace_shows_it(llm_kb: Knowl
     settings = llm_kb.settings
     llm_kb.settings = settings.replace(query_expansion="multi+hyde")
     try:
-        answer = llm_kb.ask("How do I make syncing faster?")
+        answer = llm_kb.ask("How do I make syncing faster?", ADMIN)
     finally:
         llm_kb.settings = settings
     assert answer.trace_id

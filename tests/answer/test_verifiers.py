@@ -4,6 +4,7 @@ the LLM judge's protocol, and the offline heuristic's honest limits."""
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 import numpy as np
@@ -105,11 +106,14 @@ def test_llm_judge_parses_the_verdict_and_keeps_heuristic_quotes() -> None:
     heuristic = HeuristicVerifier(make_embedder("minilm-int8"))
     prompts: list[str] = []
 
-    def judge(messages: list[dict[str, str]]) -> str:
-        prompts.append(messages[0]["content"])
-        return "YES." if "450" in messages[0]["content"] else "No"
+    class Judge:  # the LLM is an external model: a scripted stand-in
+        name = "judge"
 
-    verifier = JudgeVerifier(judge, heuristic)
+        def complete(self, messages: Sequence[Mapping[str, str]], max_tokens: int = 256) -> str:
+            prompts.append(messages[0]["content"])
+            return "YES." if "450" in messages[0]["content"] else "No"
+
+    verifier = JudgeVerifier(Judge(), heuristic)
     text = "Setup takes two minutes. The alpha queue holds 450 jobs."
     ok = verifier.check("The queue holds 450 jobs.", [(1, text, 10)])
     assert ok.supported and ok.quotes[1] == (10 + text.index("The alpha"), 10 + len(text))

@@ -35,6 +35,7 @@ from citeline.eval.answers import (
 from citeline.eval.answers_cli import answers_command, compare_command
 from citeline.kb import KnowledgeBase
 from citeline.models import REFUSAL, Answer, AnswerSentence, Citation
+from citeline.retrieval.filters import Filter
 
 # --------------------------------------------------------------------------------------------
 # builders
@@ -452,7 +453,7 @@ def test_evaluate_answers_end_to_end(docs_kb: KnowledgeBase, docs_dir: Path) -> 
     report = evaluate_answers(docs_kb, GOLDEN, k=5, docs_root=docs_dir, dataset="tiny")
     assert report["counts"]["questions"] == 3 and report["counts"]["errors"] == 0
     assert report["warnings"] == []  # both quotes located (the second one ignoring case)
-    text = docs_kb.store.document_text(docs_kb.store.documents()[0].id)
+    text = docs_kb.store.document_text(docs_kb.store.documents(Filter.admin())[0].id)
     for row in report["rows"]:
         for e in row["gold_evidence"]:
             (s, t), *_ = e["spans"]

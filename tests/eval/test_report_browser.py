@@ -36,7 +36,9 @@ HOSTILE = (
 
 def _chromium() -> str:
     found = (
-        os.environ.get("CITELINE_CHROMIUM") or shutil.which("chromium") or shutil.which("chromium-browser")
+        os.environ.get("CITELINE_TEST_CHROMIUM")
+        or shutil.which("chromium")
+        or shutil.which("chromium-browser")
     )
     if found:
         return found

@@ -14,7 +14,7 @@ import pytest
 from tests.rerank._hits import make_hit
 
 from citeline.errors import ConfigError
-from citeline.rerank import RERANKERS, make_reranker
+from citeline.registry import StaticContext, registry
 from citeline.rerank.cross_encoder import CrossEncoderReranker, OnnxPairScorer
 
 onnx = pytest.importorskip("onnx")
@@ -112,8 +112,8 @@ def test_scores_pairs_on_the_passage_segment(model_dir: Path) -> None:
 
 
 def test_reranks_hits_through_the_registry(model_dir: Path) -> None:
-    assert "cross-encoder" in RERANKERS
-    reranker = make_reranker(f"cross-encoder:{model_dir}", embedder=None, settings=None)
+    assert "cross-encoder" in registry.names("reranker")
+    reranker = registry.create("reranker", f"cross-encoder:{model_dir}", StaticContext())
     assert isinstance(reranker, CrossEncoderReranker)
     hits = [
         make_hit(1, "noise noise passage"),
@@ -138,8 +138,8 @@ def test_long_passages_are_truncated_not_rejected(model_dir: Path) -> None:
 
 def test_missing_model_files_are_explained(tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match=r"model\.onnx"):
-        make_reranker(f"cross-encoder:{tmp_path}")
+        registry.create("reranker", f"cross-encoder:{tmp_path}")
     with pytest.raises(ConfigError, match="does not exist"):
-        make_reranker(f"cross-encoder:{tmp_path / 'nope'}")
-    with pytest.raises(ConfigError, match="needs a model"):
-        make_reranker("cross-encoder")
+        registry.create("reranker", f"cross-encoder:{tmp_path / 'nope'}")
+    with pytest.raises(ConfigError, match="needs an argument"):
+        registry.create("reranker", "cross-encoder")

@@ -11,7 +11,7 @@ import pytest
 from tests.rerank._hits import make_hit
 
 from citeline.errors import ConfigError
-from citeline.rerank import RERANKERS, make_reranker
+from citeline.registry import StaticContext, registry
 from citeline.rerank.learned import (
     FEATURES,
     LearnedReranker,
@@ -117,15 +117,15 @@ def test_maxsim_late_interaction() -> None:
     maxsim_scores("alpha", ["gamma"], cache)
     assert enc.encoded == ["alpha"]  # the text's tokens came from the cache
 
-    reranker = make_reranker("late-interaction", embedder=enc, settings=None, weights={"maxsim": 1.0})
+    reranker = LearnedReranker({"maxsim": 1.0}, encoder=enc)
     hits = [make_hit(1, "gamma"), make_hit(2, "beta alpha"), make_hit(3, "alpha2 gamma")]
     assert [h.chunk.id for h in reranker.rerank("alpha beta", hits)] == ["c2", "c3", "c1"]
 
 
 def test_late_interaction_needs_token_vectors(tmp_path: Path) -> None:
-    assert {"learned", "late-interaction", "cross-encoder", "llm"} <= set(RERANKERS)
+    assert {"learned", "late-interaction", "cross-encoder", "llm"} <= set(registry.names("reranker"))
     from citeline.embedding.hashing import HashingEmbedder
 
     with pytest.raises(ConfigError, match="token vectors"):
-        make_reranker("late-interaction", embedder=HashingEmbedder(), settings=None)
-    assert isinstance(make_reranker("learned", embedder=HashingEmbedder(), settings=None), LearnedReranker)
+        registry.create("reranker", "late-interaction", StaticContext(embedder_=HashingEmbedder()))
+    assert isinstance(registry.create("reranker", "learned", StaticContext()), LearnedReranker)

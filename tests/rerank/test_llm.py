@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
+
 import pytest
 from tests.rerank._hits import make_hit
 
 from citeline.errors import ConfigError
-from citeline.rerank import make_reranker
+from citeline.registry import StaticContext, registry
 from citeline.rerank.llm import LlmReranker, build_prompt, parse_ranking
 
 
@@ -26,12 +28,16 @@ def test_prompt_numbers_passages_and_truncates() -> None:
 def test_reranks_by_the_model_answer_and_keeps_the_rest_in_order() -> None:
     prompts: list[str] = []
 
-    def fake(prompt: str) -> str:
-        prompts.append(prompt)
-        return "[3] > [1]"  # names two of four passages
+    class Fake:
+        name = "fake"
 
-    reranker = make_reranker("llm", complete=fake, max_passages=4, embedder=None, settings=None)
+        def complete(self, messages: Sequence[Mapping[str, str]], max_tokens: int = 256) -> str:
+            prompts.append(messages[-1]["content"])
+            return "[3] > [1]"  # names two of four passages
+
+    reranker = registry.create("reranker", "llm", StaticContext(chat_model_=Fake()))
     assert isinstance(reranker, LlmReranker)
+    reranker.max_passages = 4
     hits = [make_hit(i, f"passage {i}") for i in range(1, 6)]
     out = reranker.rerank("q", hits)
     assert [h.chunk.id for h in out] == ["c3", "c1", "c2", "c4", "c5"]  # c5 was past max_passages
@@ -40,12 +46,18 @@ def test_reranks_by_the_model_answer_and_keeps_the_rest_in_order() -> None:
 
 
 def test_unusable_answer_keeps_order() -> None:
-    reranker = LlmReranker(lambda _: "no idea")
+    class Clueless:
+        name = "clueless"
+
+        def complete(self, messages: Sequence[Mapping[str, str]], max_tokens: int = 256) -> str:
+            return "no idea"
+
+    reranker = LlmReranker(Clueless())
     hits = [make_hit(i, f"p{i}") for i in (1, 2, 3)]
     assert [h.chunk.id for h in reranker.rerank("q", hits)] == ["c1", "c2", "c3"]
     assert reranker.rerank("q", []) == []
 
 
 def test_needs_a_model() -> None:
-    with pytest.raises(ConfigError, match="callable"):
-        make_reranker("llm")
+    with pytest.raises(ConfigError, match="chat model"):
+        registry.create("reranker", "llm", StaticContext())

@@ -16,6 +16,7 @@ import pytest
 from citeline.index.sqlite import text_hash
 from citeline.kb import KnowledgeBase, open_kb
 from citeline.retrieval.filters import Filter, Principal
+from conftest import ADMIN
 
 ALICE = Principal(user="alice", groups=("engineering",))
 FINANCE = Principal(user="bob", groups=("finance",))
@@ -70,13 +71,13 @@ def assert_no_secret(blob: str) -> None:
 
 def test_forbidden_best_match_is_invisible_to_search(kbs: tuple[KnowledgeBase, KnowledgeBase]) -> None:
     kb, _ = kbs
-    admin_hits = kb.search(QUESTION, k=3)
+    admin_hits = kb.search(QUESTION, ADMIN, k=3)
     assert admin_hits[0].source.endswith("salaries.md")  # it really is the best match
     hits = kb.search(QUESTION, k=10, flt=Filter(principal=ALICE))
     assert hits and all(not h.source.endswith("salaries.md") for h in hits)
     assert_no_secret(json.dumps([[h.chunk.text, h.chunk.index_text, h.source, h.title] for h in hits]))
     retrieval = kb.retrieve(QUESTION, Filter(principal=ALICE), k=10)
-    secret_doc = next(d for d in kb.store.documents() if d.source.endswith("salaries.md"))
+    secret_doc = next(d for d in kb.store.documents(Filter.admin()) if d.source.endswith("salaries.md"))
     secret_chunks = set(kb.store.document_chunks(secret_doc.id))
     assert not secret_chunks & {c for c, _ in retrieval.lexical}
     assert not secret_chunks & {c for c, _ in retrieval.dense}
@@ -87,23 +88,25 @@ def test_forbidden_best_match_is_invisible_to_search(kbs: tuple[KnowledgeBase, K
 def test_ask_and_trace_hold_nothing_forbidden(kbs: tuple[KnowledgeBase, KnowledgeBase]) -> None:
     kb, clean = kbs
     flt = Filter(principal=ALICE)
-    answer = kb.ask(QUESTION, flt)
-    reference = clean.ask(QUESTION, flt)
+    answer = kb.ask(QUESTION, flt=flt)
+    reference = clean.ask(QUESTION, flt=flt)
     answer_json = json.dumps(answer.to_json(), ensure_ascii=False)
     assert_no_secret(answer_json)
     assert answer.trace_id is not None
-    trace = kb.trace(answer.trace_id)
-    assert trace is not None
+    traced = kb.trace(answer.trace_id)
+    assert traced is not None
+    trace = traced.to_json()
     trace_json = json.dumps(trace, ensure_ascii=False)
     assert_no_secret(trace_json)
-    secret_doc = next(d for d in kb.store.documents() if d.source.endswith("salaries.md"))
+    secret_doc = next(d for d in kb.store.documents(Filter.admin()) if d.source.endswith("salaries.md"))
     for chunk_id in kb.store.document_chunks(secret_doc.id):
         assert chunk_id not in trace_json and chunk_id not in answer_json
     assert secret_doc.id not in trace_json and secret_doc.id not in answer_json
     # Counts and decisions are those of an index that never had the document: same candidates,
     # same context, same refusal decision and relevance, same answer.
-    ref_trace = clean.trace(reference.trace_id or "")
-    assert ref_trace is not None
+    ref_traced = clean.trace(reference.trace_id or "")
+    assert ref_traced is not None
+    ref_trace = ref_traced.to_json()
     for stage in ("bm25", "dense", "fused"):
         assert [c["chunk_id"] for c in trace["candidates"][stage]] == [
             c["chunk_id"] for c in ref_trace["candidates"][stage]
@@ -132,12 +135,15 @@ def test_acl_by_user_group_anonymous_and_admin(tmp_path: Path) -> None:
         return {Path(h.source).name for h in kb.search("cafeteria", k=10, flt=Filter(principal=principal))}
 
     assert sources(Principal.local_admin()) == {"open.md", "alice.md", "eng.md"}
-    assert sources(Principal.anonymous()) == {"open.md"}
+    assert sources(Principal.anonymous()) == set()  # anonymous readers see public documents only
     assert sources(Principal(user="alice")) == {"open.md", "alice.md"}
     assert sources(Principal(user="carol", groups=("engineering",))) == {"open.md", "eng.md"}
     assert sources(ALICE) == {"open.md", "alice.md", "eng.md"}
     # A group named like a user entry grants nothing: "group:alice" is not "user:alice".
     assert sources(Principal(user=None, groups=("alice",))) == {"open.md"}
+    kb.add(write(docs, {"menu.md": "# Menu\n\nThe cafeteria serves soup on Fridays.\n"}), acl=["public"])
+    assert sources(Principal.anonymous()) == {"menu.md"}
+    assert sources(Principal(user="alice")) == {"open.md", "alice.md", "menu.md"}
 
 
 def test_acl_changes_apply_at_once(tmp_path: Path) -> None:
@@ -172,19 +178,31 @@ def test_tags_prefix_format_and_time_range(tmp_path: Path) -> None:
         return {Path(h.source).name for h in kb.search("deployment pipeline", k=10, flt=flt)}
 
     everything = {"alpha.md", "beta.txt", "gamma.md", "delta.html"}
-    assert names(Filter()) == everything
-    assert names(Filter(tags={"team": "a"})) == {"alpha.md", "beta.txt"}
-    assert names(Filter(tags={"team": "b", "tier": "gold"})) == {"gamma.md", "delta.html"}
-    assert names(Filter(tags={"team": "a", "tier": "gold"})) == set()
-    assert names(Filter(source_prefix=str(root / "team-b") + os.sep)) == {"gamma.md", "delta.html"}
+    assert names(Filter.admin()) == everything
+    assert names(Filter(principal=ADMIN, tags={"team": "a"})) == {"alpha.md", "beta.txt"}
+    assert names(Filter(principal=ADMIN, tags={"team": "b", "tier": "gold"})) == {"gamma.md", "delta.html"}
+    assert names(Filter(principal=ADMIN, tags={"team": "a", "tier": "gold"})) == set()
+    assert names(Filter(principal=ADMIN, source_prefix=str(root / "team-b") + os.sep)) == {
+        "gamma.md",
+        "delta.html",
+    }
     # LIKE wildcards in a prefix are literal.
-    assert names(Filter(source_prefix=str(root / "team_%"))) == set()
-    assert names(Filter(formats=("markdown",))) == {"alpha.md", "gamma.md"}
-    assert names(Filter(formats=("text", "html"))) == {"beta.txt", "delta.html"}
-    assert names(Filter(modified_after=1_700_000_000 + 86_400)) == {"beta.txt", "gamma.md", "delta.html"}
-    assert names(Filter(modified_before=1_700_000_000 + 2 * 86_400)) == {"alpha.md", "beta.txt"}
+    assert names(Filter(principal=ADMIN, source_prefix=str(root / "team_%"))) == set()
+    assert names(Filter(principal=ADMIN, formats=("markdown",))) == {"alpha.md", "gamma.md"}
+    assert names(Filter(principal=ADMIN, formats=("text", "html"))) == {"beta.txt", "delta.html"}
+    assert names(Filter(principal=ADMIN, modified_after=1_700_000_000 + 86_400)) == {
+        "beta.txt",
+        "gamma.md",
+        "delta.html",
+    }
+    assert names(Filter(principal=ADMIN, modified_before=1_700_000_000 + 2 * 86_400)) == {
+        "alpha.md",
+        "beta.txt",
+    }
     assert names(
-        Filter(modified_after=1_700_000_000 + 86_400, modified_before=1_700_000_000 + 3 * 86_400)
+        Filter(
+            principal=ADMIN, modified_after=1_700_000_000 + 86_400, modified_before=1_700_000_000 + 3 * 86_400
+        )
     ) == {"beta.txt", "gamma.md"}
     assert names(Filter(tags={"team": "b"}, formats=("markdown",), principal=ALICE)) == {"gamma.md"}
 
@@ -201,8 +219,8 @@ def test_selective_filter_returns_k_exact_results(tmp_path: Path) -> None:
     allowed_paths = set(rng.sample(paths, n_allowed))
     kb.add([p for p in paths if p not in allowed_paths])
     kb.add(sorted(allowed_paths), tags={"site": "north"})
-    flt = Filter(tags={"site": "north"})
-    total, allowed = kb.store.count_chunks(), kb.store.count_chunks(flt)
+    flt = Filter(principal=ADMIN, tags={"site": "north"})
+    total, allowed = kb.store.count_chunks(Filter.admin()), kb.store.count_chunks(flt)
     assert total == n_docs and allowed == n_allowed  # ~1% of the chunks
 
     query = "turbine blade rotor gearbox pitch"
@@ -226,7 +244,7 @@ def test_selective_filter_returns_k_exact_results(tmp_path: Path) -> None:
     assert np.allclose([s for _, s in dense], [s for _, s in brute], atol=1e-6)
 
     # Brute force, BM25: the unfiltered ranking over the whole index, restricted afterwards.
-    everything = kb.store.keyword_search(query, Filter(), total)
+    everything = kb.store.keyword_search(query, Filter.admin(), total)
     allowed_ids = {cid for cid, _ in allowed_chunks}
     assert lexical == [(c, s) for c, s in everything if c in allowed_ids][:k]
 

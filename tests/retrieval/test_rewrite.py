@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 import pytest
@@ -9,8 +10,10 @@ import pytest
 import citeline
 from citeline.errors import ConfigError
 from citeline.kb import KnowledgeBase
+from citeline.retrieval.filters import Filter
 from citeline.retrieval.hybrid import HybridRetriever
 from citeline.retrieval.rewrite import Expansion, QueryExpander, is_vague, parse_rewrites
+from conftest import ADMIN
 
 
 def test_rewrites_are_stripped_of_list_marks_deduplicated_and_capped() -> None:
@@ -50,7 +53,9 @@ class Recorder:
         self.reply = reply
         self.prompts: list[str] = []
 
-    def __call__(self, messages: list[dict[str, str]], max_tokens: int = 16) -> str:
+    name = "recorder"
+
+    def complete(self, messages: Sequence[Mapping[str, str]], max_tokens: int = 256) -> str:
         self.prompts.append(messages[-1]["content"])
         return self.reply
 
@@ -70,9 +75,9 @@ def test_rewrites_reach_documents_the_question_misses(docs_dir: Path, kb: Knowle
     kb.add([docs_dir])
     retriever = HybridRetriever(kb.store, kb.embedder)
     question = "Which component restarts every night?"
-    plain = retriever.retrieve(question, k=3)
+    plain = retriever.retrieve(question, Filter.admin(), k=3)
     expansion = Expansion(queries=("gamma service nightly restart 02:00 UTC",))
-    expanded = retriever.retrieve(question, k=3, expansion=expansion)
+    expanded = retriever.retrieve(question, Filter.admin(), k=3, expansion=expansion)
     assert expanded.expansion == expansion
     assert expanded.hits[0].source.endswith("notes.txt")
     assert len({h.chunk.id for h in expanded.hits}) == len(expanded.hits)
@@ -82,8 +87,8 @@ def test_rewrites_reach_documents_the_question_misses(docs_dir: Path, kb: Knowle
 
 def test_expansion_needs_an_llm_generator(tmp_path: Path) -> None:
     kb = citeline.open(tmp_path / "index", query_expansion="multi")
-    with pytest.raises(ConfigError, match="needs an LLM generator"):
-        kb.retrieve("anything")
+    with pytest.raises(ConfigError, match="needs an LLM"):
+        kb.retrieve("anything", ADMIN)
     kb.close()
     with pytest.raises(ConfigError, match="query_expansion"):
         citeline.open(tmp_path / "other", query_expansion="sometimes")

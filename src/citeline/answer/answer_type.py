@@ -98,15 +98,3 @@ def can_answer(kind: str | None, text: str) -> bool:
         # "how often" is also answered by "every Monday" or "weekly".
         return bool(_DURATION.search(text) or _EVERY.search(text))
     return bool(_CHECKS[kind].search(text))
-
-
-_YEAR = re.compile(r"\b(?:1[5-9]|20)\d{2}\b")
-
-
-def question_years(question: str) -> set[str]:
-    """Years the question names ("in 2019", "the 2021 policy"): an answer about another year is wrong."""
-    return set(_YEAR.findall(question))
-
-
-def mentions_years(years: set[str], text: str) -> bool:
-    return not years or years <= set(_YEAR.findall(text))

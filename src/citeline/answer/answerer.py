@@ -8,7 +8,6 @@ import uuid
 import warnings
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
 
 import numpy as np
 
@@ -19,14 +18,16 @@ from citeline.answer.prompt import parse_free_text
 from citeline.answer.relevance import Relevance, assess
 from citeline.answer.verify import Verifier
 from citeline.errors import InvalidQuestionError
-from citeline.index.sqlite import SqliteStore, text_hash
+from citeline.index.base import Store
+from citeline.index.sqlite import text_hash
 from citeline.models import REFUSAL, Answer, AnswerSentence, Citation, Draft, Hit, Passage
 from citeline.rerank.base import Reranker
-from citeline.retrieval.bm25 import query_terms
 from citeline.retrieval.diversity import mmr
 from citeline.retrieval.filters import Filter
 from citeline.retrieval.hybrid import HybridRetriever, Retrieval
+from citeline.retrieval.query import Query, analyze
 from citeline.settings import Settings
+from citeline.trace import Candidates, Check, Trace, TracedHit
 
 
 @dataclass
@@ -44,22 +45,10 @@ class Stage:
         self.timings[self.name] = self.timings.get(self.name, 0.0) + (time.perf_counter() - self.t) * 1000
 
 
-def _hit_json(hit: Hit) -> dict[str, Any]:
-    return {
-        "chunk_id": hit.chunk.id,
-        "source": hit.source,
-        "heading": hit.chunk.heading,
-        "start": hit.chunk.start,
-        "end": hit.chunk.end,
-        "score": round(hit.score, 6),
-        "stages": {k: {"score": round(v.score, 6), "rank": v.rank} for k, v in hit.stages.items()},
-    }
-
-
 class Answerer:
     def __init__(
         self,
-        store: SqliteStore,
+        store: Store,
         retriever: HybridRetriever,
         generator: Generator,
         verifier: Verifier,
@@ -111,7 +100,7 @@ class Answerer:
     def ask(
         self,
         question: str,
-        flt: Filter | None = None,
+        flt: Filter,
         on_text: Callable[[str], None] | None = None,
     ) -> Answer:
         """Answer ``question``. With ``on_text``, the generator's text is passed on as it streams
@@ -120,11 +109,13 @@ class Answerer:
         from a deterministic generator."""
         t0 = time.perf_counter()
         question = self.check_question(question)
-        flt = flt or Filter()
+        # IDF weights over what this principal may read: restricted documents change nothing it sees.
+        query = analyze(question)
+        query = query.with_weights(self.store.term_weights(query.terms, flt))
         timings: dict[str, float] = {}
         with Stage(timings, "retrieve"):
             retrieval = self.retriever.retrieve(
-                question,
+                query,
                 flt,
                 k=self.settings.top_k,
                 fusion=self.settings.fusion,
@@ -132,46 +123,48 @@ class Answerer:
                 alpha=self.settings.alpha,
             )
         context = self.context(retrieval, timings)
-        weights = self.store.term_weights(query_terms(question), flt)
-        relevance = assess(question, context, retrieved=retrieval.hits, weights=weights)
+        relevance = assess(query, context, retrieved=retrieval.hits)
         with Stage(timings, "assemble"):
-            passages = assemble(question, context, self.generator.context_tokens, self.count_tokens)
-        trace: dict[str, Any] = {
-            "question": question,
-            "filter": {"principal": flt.principal.user, "groups": list(flt.principal.groups)},
-            "candidates": {
-                "bm25": [{"chunk_id": c, "score": round(s, 6)} for c, s in retrieval.lexical],
-                "dense": [{"chunk_id": c, "score": round(s, 6)} for c, s in retrieval.dense],
-                "fused": [_hit_json(h) for h in retrieval.hits],
-            },
-            "expansion": (
+            passages = assemble(query.text, context, self.generator.context_tokens, self.count_tokens)
+        trace = Trace(
+            id=uuid.uuid4().hex[:16],
+            question=question,
+            owner=flt.principal.label,
+            created_at=time.time(),
+            candidates=Candidates(
+                tuple(retrieval.lexical),
+                tuple(retrieval.dense),
+                tuple(TracedHit.of(h) for h in retrieval.hits),
+            ),
+            expansion=(
                 {"queries": list(retrieval.expansion.queries), "passage": retrieval.expansion.passage}
                 if retrieval.expansion is not None
                 else None
             ),
-            "context": [{"n": p.number, **_hit_json(p.hit)} for p in passages],
-            "relevance": relevance.to_json(),
-            "threshold": self.settings.refusal_threshold,
-            "generator": self.generator.name,
-            "verifier": self.verifier.name,
-        }
+            context=tuple(TracedHit.of(p.hit, p.number) for p in passages),
+            relevance=relevance.to_json(),
+            threshold=self.settings.refusal_threshold,
+            generator=self.generator.name,
+            verifier=self.verifier.name,
+        )
         reason = self._refusal_reason(relevance, passages)
         draft: Draft | None = None
         if reason is None:
             with Stage(timings, "generate"):
                 if on_text is None:
-                    draft = self.generator.generate(question, passages)
+                    draft = self.generator.generate(query, passages)
                 else:
-                    draft = self._stream(question, passages, on_text)
-            trace["raw_completion"] = draft.raw
-            trace["confidence"] = draft.confidence
-            trace["tokens"] = {"prompt": draft.prompt_tokens, "completion": draft.completion_tokens}
-        else:
-            trace["generator_called"] = False
-        answer = self._resolve(question, passages, draft, relevance, reason, timings, trace)
+                    draft = self._stream(query, passages, on_text)
+            trace = trace.with_(
+                generator_called=True,
+                raw_completion=draft.raw,
+                confidence=draft.confidence,
+                tokens={"prompt": draft.prompt_tokens, "completion": draft.completion_tokens},
+            )
+        answer, trace = self._resolve(question, passages, draft, relevance, reason, timings, trace)
         timings["total"] = (time.perf_counter() - t0) * 1000
-        trace["timings_ms"] = timings
-        trace_id = self._save_trace(question, answer, trace)
+        trace = trace.with_(timings_ms=dict(timings), answer=answer.answer, refused=answer.refused)
+        trace_id = self._save_trace(trace)
         return dataclasses.replace(
             answer,
             trace_id=trace_id,
@@ -179,7 +172,7 @@ class Answerer:
             confidence=None if draft is None else draft.confidence,
         )
 
-    def _stream(self, question: str, passages: list[Passage], on_text: Callable[[str], None]) -> Draft:
+    def _stream(self, question: Query, passages: list[Passage], on_text: Callable[[str], None]) -> Draft:
         markers = StreamingCitationFilter(len(passages))
         pieces: list[str] = []
         for chunk in self.generator.stream(question, passages):
@@ -213,12 +206,11 @@ class Answerer:
         relevance: Relevance,
         reason: str | None,
         timings: dict[str, float],
-        trace: dict[str, Any],
-    ) -> Answer:
+        trace: Trace,
+    ) -> tuple[Answer, Trace]:
         def refusal(
             why: str, sentences: tuple[AnswerSentence, ...] = (), dropped: tuple[int, ...] = ()
-        ) -> Answer:
-            trace["refusal_reason"] = why
+        ) -> tuple[Answer, Trace]:
             return Answer(
                 question,
                 REFUSAL,
@@ -229,8 +221,9 @@ class Answerer:
                 self.generator.name,
                 relevance=relevance.score,
                 refusal_reason=why,
-            )
+            ), trace.with_(refusal_reason=why, verification=tuple(checks), dropped_citations=dropped)
 
+        checks: list[Check] = []
         if draft is None:
             return refusal(reason or "refused")
         if draft.refused or not draft.sentences:
@@ -242,7 +235,6 @@ class Answerer:
         sentences: list[AnswerSentence] = []
         # per passage: the span of the unit that best supports a sentence citing it, with its score
         quotes: dict[int, tuple[float, tuple[int, int]]] = {}
-        checks = []
         with Stage(timings, "verify"):
             for s in draft.sentences:
                 valid = tuple(n for n in dict.fromkeys(s.citations) if n in by_number)
@@ -252,20 +244,12 @@ class Answerer:
                 keep = support.supported or self.settings.unsupported == "mark"
                 sentences.append(AnswerSentence(s.text, valid, support.supported, not keep, support.score))
                 checks.append(
-                    {
-                        "text": s.text,
-                        "citations": list(valid),
-                        "supported": support.supported,
-                        "score": round(support.score, 4),
-                        "reason": support.reason,
-                    }
+                    Check(s.text, valid, support.supported, support.score, support.reason, self.verifier.name)
                 )
                 if keep:
                     for n, span in support.quotes.items():
                         if n not in quotes or support.score > quotes[n][0]:
                             quotes[n] = (support.score, span)
-        trace["verification"] = checks
-        trace["dropped_citations"] = dropped
         kept = [s for s in sentences if not s.removed and s.citations]
         if not any(s.supported for s in kept):
             return refusal(
@@ -308,7 +292,11 @@ class Answerer:
                     quote_end=quote_end,
                 )
             )
-        trace["citations"] = [c.to_json() for c in citations]
+        trace = trace.with_(
+            verification=tuple(checks),
+            dropped_citations=tuple(dropped),
+            citations=tuple(c.to_json() for c in citations),
+        )
         return Answer(
             question,
             text,
@@ -318,23 +306,16 @@ class Answerer:
             tuple(dropped),
             self.generator.name,
             relevance=relevance.score,
-        )
+        ), trace
 
-    def _save_trace(self, question: str, answer: Answer, trace: dict[str, Any]) -> str | None:
+    def _save_trace(self, trace: Trace) -> str | None:
         if not self.settings.trace:
             return None
-        trace_id = uuid.uuid4().hex[:16]
-        trace["id"] = trace_id
-        trace["answer"] = answer.answer
-        trace["refused"] = answer.refused
-        support = (
-            sum(s.supported for s in answer.sentences) / len(answer.sentences) if answer.sentences else None
-        )
         try:
-            self.store.save_trace(trace_id, question, answer.refused, support, trace)
+            self.store.save_trace(trace)
         except Exception as exc:  # a read-only or locked index must not cost the user the answer
             warnings.warn(
                 f"Could not write the trace ({exc}); the answer is returned without one.", stacklevel=2
             )
             return None
-        return trace_id
+        return trace.id

@@ -6,15 +6,20 @@ numbered passage, so its citation is right by construction.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-from citeline.answer.answer_type import can_answer, expected_type, mentions_years, question_years
-from citeline.answer.relevance import focus, weighted_coverage
+from citeline.answer.answer_type import can_answer, expected_type
+from citeline.answer.relevance import weighted_coverage
 from citeline.answer.units import Unit, passage_units
 from citeline.embedding.base import Embedder
+from citeline.errors import ConfigError
 from citeline.models import Draft, DraftSentence, Passage
-from citeline.retrieval.bm25 import query_terms
+from citeline.retrieval.query import Query, analyze, mentions_years
+
+if TYPE_CHECKING:
+    from citeline.registry import BuildContext
 
 SIMILARITY_WEIGHT = 0.55
 OVERLAP_WEIGHT = 0.45
@@ -37,15 +42,14 @@ class ExtractiveGenerator:
         max_sentences: int = 3,
         keep_ratio: float = 0.85,
         min_score: float = 0.0,
-        term_weights: Callable[[Sequence[str]], dict[str, float]] | None = None,
     ) -> None:
         self.embedder = embedder
-        self.term_weights = term_weights
         self.min_score = min_score
         self.max_sentences = max_sentences
         self.keep_ratio = keep_ratio
 
-    def score_units(self, question: str, passages: Sequence[Passage]) -> list[Scored]:
+    def score_units(self, question: Query | str, passages: Sequence[Passage]) -> list[Scored]:
+        query = analyze(question)
         candidates: list[tuple[int, Unit, str]] = []
         for p in passages:
             for unit in passage_units(p.chunk.text, p.chunk.start):
@@ -53,19 +57,18 @@ class ExtractiveGenerator:
                 candidates.append((p.number, unit, f"{context}: {unit.text}" if context else unit.text))
         if not candidates:
             return []
-        vectors = self.embedder.embed([question] + [c[2] for c in candidates])
+        vectors = self.embedder.embed([query.text] + [c[2] for c in candidates])
         sims = vectors[1:] @ vectors[0]
-        terms = query_terms(question)
-        weights = self.term_weights(terms) if self.term_weights else None
-        kind = expected_type(question)
-        years = question_years(focus(question))  # a story's years are circumstances
+        weights = query.weights or None
+        kind = expected_type(query.text)
+        years = query.years  # of the asking part: a story's years are circumstances
         scored = []
         for (n, unit, contextual), sim in zip(candidates, sims, strict=True):
             if not can_answer(kind, contextual):
                 continue
             if not mentions_years(years, contextual):
                 continue  # about another year (RGB: "revenue in Q1 2021" answered with Q1 2023)
-            overlap = weighted_coverage(terms, contextual, weights)
+            overlap = weighted_coverage(query.terms, contextual, weights)
             score = SIMILARITY_WEIGHT * float(sim) + OVERLAP_WEIGHT * overlap
             scored.append(Scored(n, unit, score))
         scored.sort(key=lambda s: -s.score)
@@ -86,7 +89,7 @@ class ExtractiveGenerator:
             seen.append(words)
         return chosen
 
-    def generate(self, question: str, passages: Sequence[Passage]) -> Draft:
+    def generate(self, question: Query | str, passages: Sequence[Passage]) -> Draft:
         scored = self.score_units(question, passages)
         confidence = scored[0].score if scored else 0.0
         if confidence < self.min_score:
@@ -96,8 +99,17 @@ class ExtractiveGenerator:
         raw = " ".join(f"{s.text} [{s.citations[0]}]" for s in sentences)
         return Draft(sentences=sentences, refused=not sentences, raw=raw, confidence=confidence)
 
-    def stream(self, question: str, passages: Sequence[Passage]) -> Iterator[str]:
+    def stream(self, question: Query | str, passages: Sequence[Passage]) -> Iterator[str]:
         """Sentence by sentence; each piece ends after its complete [n] markers."""
         draft = self.generate(question, passages)
         for i, s in enumerate(draft.sentences):
             yield ("" if i == 0 else " ") + s.text + "".join(f" [{n}]" for n in s.citations)
+
+
+def extractive_factory(context: BuildContext | None, argument: str | None) -> ExtractiveGenerator:
+    if context is None:
+        raise ConfigError("The extractive generator needs the index's embedder (build it from settings).")
+    s = context.settings
+    return ExtractiveGenerator(
+        context.embedder, max_sentences=s.max_answer_sentences, min_score=s.min_answer_score
+    )

@@ -26,6 +26,7 @@ from citeline.answer.citations import (
     strip_citations,
 )
 from citeline.models import REFUSAL, Draft, DraftSentence, Passage
+from citeline.retrieval.query import Query
 
 #: the JSON schema's name where an API asks for one
 SCHEMA_NAME = "cited_answer"
@@ -82,9 +83,10 @@ def format_source(passage: Passage) -> str:
 
 
 def build_messages(
-    question: str, passages: Sequence[Passage], *, structured: bool = False
+    question: Query | str, passages: Sequence[Passage], *, structured: bool = False
 ) -> list[dict[str, str]]:
     """The chat messages (system, then user) for ``question`` over numbered ``passages``."""
+    question = question.text if isinstance(question, Query) else question
     system = _RULES + (_STRUCTURED_RULES if structured else "")
     numbers = ", ".join(str(p.number) for p in passages) or "none"
     sources = "\n\n".join(format_source(p) for p in passages)

@@ -10,19 +10,23 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 import numpy as np
 import numpy.typing as npt
 
+from citeline.answer.chat import ChatModel, user
 from citeline.answer.relevance import evidence_words, term_present
 from citeline.answer.units import Unit, passage_units
 from citeline.embedding.base import Embedder
 from citeline.errors import ConfigError
 from citeline.retrieval.bm25 import query_terms
+
+if TYPE_CHECKING:
+    from citeline.registry import BuildContext
 
 _NUMBER = re.compile(r"\d+(?:[.,]\d+)*")
 
@@ -144,28 +148,44 @@ JUDGE_PROMPT = (
 
 
 class JudgeVerifier:
-    """An LLM judge: asks a model whether the cited passages support the sentence.
+    """An LLM judge: asks a chat model whether the cited passages support the sentence.
 
-    ``complete`` sends chat messages to a model and returns its reply text. Quotes come from
-    the heuristic verifier's sentence matching, so the highlighted span is the same either way.
+    Quotes come from the heuristic verifier's sentence matching, so the highlighted span is the
+    same either way.
     """
 
     name = "llm-judge"
 
-    def __init__(self, complete: Callable[[list[dict[str, str]]], str], locate: HeuristicVerifier) -> None:
-        self.complete = complete
+    def __init__(self, model: ChatModel, locate: HeuristicVerifier) -> None:
+        self.model = model
         self.locate = locate
 
     def check(self, sentence: str, cited: Sequence[tuple[int, str, int]]) -> Support:
         if not cited:
             return Support(False, 0.0, {}, "no valid citation")
         passage = "\n\n".join(text for _, text, _ in cited)
-        reply = self.complete(
-            [{"role": "user", "content": JUDGE_PROMPT.format(passage=passage, claim=sentence)}]
-        )
+        reply = self.model.complete(user(JUDGE_PROMPT.format(passage=passage, claim=sentence)), max_tokens=4)
         verdict = reply.strip().strip(".!*\"' ").upper()
         supported = verdict.startswith("YES")
         quotes = self.locate.check(sentence, cited).quotes
         return Support(
             supported, 1.0 if supported else 0.0, quotes, "" if supported else f"judge said: {reply[:80]}"
         )
+
+
+def heuristic_factory(context: BuildContext | None, argument: str | None) -> HeuristicVerifier:
+    if context is None:
+        raise ConfigError("The heuristic verifier needs the index's embedder (build it from settings).")
+    return HeuristicVerifier(context.embedder)
+
+
+def nli_factory(context: BuildContext | None, argument: str | None) -> NliVerifier:
+    if not argument:
+        raise ConfigError("The nli verifier needs a folder: nli:/path/to/model (model.onnx, tokenizer.json).")
+    return NliVerifier(argument)
+
+
+def judge_factory(context: BuildContext | None, argument: str | None) -> JudgeVerifier:
+    if context is None:
+        raise ConfigError("The llm verifier needs a chat model: build it from settings (chat_model).")
+    return JudgeVerifier(context.chat_model, heuristic_factory(context, None))

@@ -1,51 +1,26 @@
-"""Embedders, registered by name in one place."""
+"""Embedders: built through the backend registry (citeline.registry), shared per process."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import Any
-
 from citeline.embedding.base import Embedder, Vectors
-from citeline.errors import UnknownBackendError
 
 DEFAULT_EMBEDDER = "minilm-int8"
-
-
-def _minilm(**options: Any) -> Embedder:
-    from citeline.embedding.onnx import minilm_int8
-
-    return minilm_int8(**options)
-
-
-def _hashing(**options: Any) -> Embedder:
-    from citeline.embedding.hashing import HashingEmbedder
-
-    return HashingEmbedder(**options)
-
-
-EMBEDDERS: dict[str, Callable[..., Embedder]] = {"minilm-int8": _minilm, "hashing": _hashing}
 
 _loaded: dict[str, Embedder] = {}
 
 
-def make_embedder(name: str, **options: Any) -> Embedder:
-    """An embedder by registry name, or ``onnx:/path/to/dir`` for a local ONNX export.
+def make_embedder(spec: str) -> Embedder:
+    """An embedder by registry spec (``minilm-int8``, ``hashing``, ``onnx:/path/to/dir``).
 
-    Instances are shared per process (loading a model costs a second or more).
+    Instances are shared per process: loading a model costs a second or more, and an embedder
+    holds no per-index state.
     """
-    key = name if not options else f"{name}:{sorted(options.items())}"
-    if key in _loaded:
-        return _loaded[key]
-    if name.startswith("onnx:"):
-        from citeline.embedding.onnx import onnx_dir
+    if spec not in _loaded:
+        from citeline.registry import registry
 
-        embedder: Embedder = onnx_dir(name[len("onnx:") :], **options)
-    elif name in EMBEDDERS:
-        embedder = EMBEDDERS[name](**options)
-    else:
-        raise UnknownBackendError("embedder", name, [*EMBEDDERS, "onnx:DIR"])
-    _loaded[key] = embedder
-    return embedder
+        embedder: Embedder = registry.create("embedder", spec)
+        _loaded[spec] = embedder
+    return _loaded[spec]
 
 
-__all__ = ["DEFAULT_EMBEDDER", "EMBEDDERS", "Embedder", "Vectors", "make_embedder"]
+__all__ = ["DEFAULT_EMBEDDER", "Embedder", "Vectors", "make_embedder"]

@@ -9,10 +9,14 @@ from __future__ import annotations
 import hashlib
 import re
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from citeline.embedding.base import Vectors
+
+if TYPE_CHECKING:
+    from citeline.registry import BuildContext
 
 _TOKEN = re.compile(r"\w+", re.UNICODE)
 
@@ -44,3 +48,7 @@ class HashingEmbedder:
             if norm > 0:
                 out[row] /= norm
         return out
+
+
+def hashing_factory(context: BuildContext | None, argument: str | None) -> HashingEmbedder:
+    return HashingEmbedder()

@@ -11,12 +11,15 @@ import hashlib
 import os
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from citeline.embedding.base import Vectors
 from citeline.errors import ConfigError
+
+if TYPE_CHECKING:
+    from citeline.registry import BuildContext
 
 DATA_DIR = Path(__file__).parent / "data"
 MINILM_TOKENIZER = DATA_DIR / "minilm" / "tokenizer.json"
@@ -149,3 +152,15 @@ def onnx_dir(path: str, **options: Any) -> OnnxEmbedder:
     """Any local folder with ``model.onnx`` and ``tokenizer.json`` (e.g. an exported hub model)."""
     folder = Path(path).expanduser()
     return OnnxEmbedder(folder / "model.onnx", folder / "tokenizer.json", name=f"onnx:{folder}", **options)
+
+
+def minilm_factory(context: BuildContext | None, argument: str | None) -> OnnxEmbedder:
+    return minilm_int8()
+
+
+def onnx_dir_factory(context: BuildContext | None, argument: str | None) -> OnnxEmbedder:
+    if not argument:
+        raise ConfigError(
+            "The onnx embedder needs a folder: onnx:/path/to/model (model.onnx + tokenizer.json)."
+        )
+    return onnx_dir(argument)

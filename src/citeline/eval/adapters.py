@@ -43,6 +43,7 @@ from typing import Any, TypeVar
 
 from citeline.eval.beir import _seeded_prefix
 from citeline.eval.metrics import contains_any
+from citeline.retrieval.filters import Filter
 
 T = TypeVar("T")
 
@@ -478,7 +479,9 @@ def evaluate_dataset(
             raise RuntimeError(f"{name}: could not index {report.failed[:3]}")
         # Documents of an earlier slice go after the add, so their cached vectors could be reused.
         current = {str(p.resolve()) for p in adapted.docs_dir.rglob("*.md")}
-        stale = [d.source for d in kb.store.documents() if d.metadata.get("path") not in current]
+        stale = [
+            d.source for d in kb.store.documents(Filter.admin()) if d.metadata.get("path") not in current
+        ]
         if stale:
             kb.remove(stale)
         indexing_s = time.perf_counter() - started

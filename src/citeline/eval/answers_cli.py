@@ -8,7 +8,6 @@ Both are plain click commands; the ``eval`` group registers them
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import sys
 import tempfile
@@ -25,9 +24,11 @@ DATASETS = ("rgb", "conditionalqa", "scifact")
 
 
 def find_dataset(name: str) -> Path | None:
-    """shared/datasets/<name>: under $CITELINE_DATASETS, else beside the checkout or a parent of cwd."""
-    env = os.environ.get("CITELINE_DATASETS")
-    roots = [Path(env)] if env else []
+    """shared/datasets/<name>: under the ``datasets`` setting, else beside the checkout or a parent of cwd."""
+    from citeline.settings import load_settings
+
+    configured = load_settings().datasets
+    roots = [Path(configured).expanduser()] if configured else []
     here = Path.cwd().resolve()
     roots += [p / "shared" / "datasets" for p in (here, *here.parents[:3])]
     roots.append(Path(__file__).resolve().parents[3].parent / "shared" / "datasets")

@@ -15,7 +15,9 @@ import json
 from pathlib import Path
 from typing import Any
 
+from citeline.components import Components
 from citeline.kb import KnowledgeBase
+from citeline.retrieval.filters import Filter
 
 THRESHOLDS = [round(0.30 + 0.02 * i, 3) for i in range(21)]
 FLOORS = [round(0.20 + 0.05 * i, 3) for i in range(7)]
@@ -40,33 +42,27 @@ def _cites_gold(answer_sources: list[str], gold: str | None) -> bool:
 
 def observe(kb: KnowledgeBase, questions: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """Ask each question with the threshold off; record what every threshold needs."""
-    original = kb.settings
-    kb.settings = dataclasses.replace(original, refusal_threshold=0.0, min_answer_score=0.0, trace=False)
-    kb._generator = None  # rebuilt with the floor off
-    try:
-        answerer = kb.answerer()
-        rows = []
-        for q in questions:
-            answer = answerer.ask(q["question"])
-            sources = [c.source for c in answer.citations]
-            expected = (q.get("answer") or "").lower()
-            rows.append(
-                {
-                    "id": q.get("id"),
-                    "answerable": bool(q.get("answerable")),
-                    "relevance": answer.relevance,
-                    "confidence": 1.0 if answer.confidence is None else answer.confidence,
-                    "refused_otherwise": answer.refused,
-                    "cites_gold": _cites_gold(sources, q.get("source")),
-                    "answer_correct": bool(expected)
-                    and expected
-                    in (answer.answer + " " + " ".join(c.quote for c in answer.citations)).lower(),
-                }
-            )
-        return rows
-    finally:
-        kb.settings = original
-        kb._generator = None
+    # A second wiring of the same index with both thresholds off (the generator is rebuilt with it).
+    settings = dataclasses.replace(kb.settings, refusal_threshold=0.0, min_answer_score=0.0, trace=False)
+    answerer = Components(settings, kb.store, embedder=kb.embedder).answerer()
+    rows = []
+    for q in questions:
+        answer = answerer.ask(q["question"], Filter.admin())
+        sources = [c.source for c in answer.citations]
+        expected = (q.get("answer") or "").lower()
+        rows.append(
+            {
+                "id": q.get("id"),
+                "answerable": bool(q.get("answerable")),
+                "relevance": answer.relevance,
+                "confidence": 1.0 if answer.confidence is None else answer.confidence,
+                "refused_otherwise": answer.refused,
+                "cites_gold": _cites_gold(sources, q.get("source")),
+                "answer_correct": bool(expected)
+                and expected in (answer.answer + " " + " ".join(c.quote for c in answer.citations)).lower(),
+            }
+        )
+    return rows
 
 
 def _refused(r: dict[str, Any], t: float, f: float) -> bool:

@@ -30,7 +30,6 @@ from __future__ import annotations
 import gzip
 import hashlib
 import json
-import os
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -43,8 +42,9 @@ from citeline.eval.metrics import DEFAULT_METRICS, evaluate, percentile
 from citeline.kb import KnowledgeBase, open_kb
 from citeline.models import Hit
 from citeline.rerank.base import Reranker
+from citeline.retrieval.filters import Filter
 from citeline.retrieval.fusion import convex_combination, reciprocal_rank_fusion
-from citeline.settings import load_settings
+from citeline.settings import Settings, cache_root, load_settings
 
 FUSIONS = ("rrf", "convex")
 STAGE_ORDER = ("bm25", "dense", "fused", "fused_rrf", "fused_convex", "reranked")
@@ -152,12 +152,12 @@ def cache_key(dataset_path: str | Path, corpus: Mapping[str, BeirDoc], embedder:
     return hashlib.sha256(raw.encode("utf-8")).hexdigest()[:16]
 
 
-def default_cache_root() -> Path:
-    env = os.environ.get("CITELINE_EVAL_CACHE")
-    if env:
-        return Path(env).expanduser()
-    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(base) / "citeline" / "eval"
+def default_cache_root(settings: Settings | None = None) -> Path:
+    """``eval_cache``, else CACHE/eval (see settings.cache_root)."""
+    settings = settings or load_settings()
+    if settings.eval_cache:
+        return Path(settings.eval_cache).expanduser()
+    return cache_root(settings) / "eval"
 
 
 def _staged_markdown(doc_id: str, doc: BeirDoc) -> str:
@@ -224,10 +224,12 @@ def open_eval_index(
         marker.write_text(
             json.dumps({"key": key, "documents": len(dataset.corpus), "failed": failed}), encoding="utf-8"
         )
-    rows = kb.store.conn.execute(
-        "SELECT c.id, json_extract(d.metadata, '$.beir_id') FROM chunks c JOIN documents d ON d.id = c.document_id"
-    ).fetchall()
-    chunk_to_doc = {str(c): str(b) for c, b in rows if b is not None}
+    chunk_to_doc = {
+        chunk_id: str(doc.metadata["beir_id"])
+        for doc in kb.store.documents(Filter.admin())
+        if doc.metadata.get("beir_id") is not None
+        for chunk_id in kb.store.document_chunks(doc.id)
+    }
     return EvalIndex(kb, folder, built, embedded, time.perf_counter() - started, chunk_to_doc)
 
 
@@ -240,15 +242,13 @@ def _check_reusable(kb: KnowledgeBase, marker: Path, key: str) -> None:
             other = None
         if other != key:
             raise CitelineError(
-                f"{kb.folder} holds the evaluation index of another dataset or embedder; "
+                f"{kb.settings.index} holds the evaluation index of another dataset or embedder; "
                 "pass another --index folder (or none, to use the cache)."
             )
-    foreign = kb.store.conn.execute(
-        "SELECT COUNT(*) FROM documents WHERE json_extract(metadata, '$.beir_id') IS NULL"
-    ).fetchone()[0]
+    foreign = sum(d.metadata.get("beir_id") is None for d in kb.store.documents(Filter.admin()))
     if foreign:
         raise CitelineError(
-            f"{kb.folder} already holds {foreign} documents that are not from an evaluation dataset; "
+            f"{kb.settings.index} already holds {foreign} documents that are not from an evaluation dataset; "
             "pass an empty or new --index folder."
         )
 
@@ -347,7 +347,7 @@ def run_queries(
     if fusion not in FUSIONS:
         raise ValueError(f"fusion must be one of {', '.join(FUSIONS)}, got '{fusion}'")
     other = "convex" if fusion == "rrf" else "rrf"
-    retriever = kb.retriever()
+    retriever = kb.components.retriever()
     rrf_k = kb.settings.rrf_k
     product_k = max(kb.settings.top_k, rerank_depth)
     runs: dict[str, dict[str, list[str]]] = {
@@ -355,7 +355,7 @@ def run_queries(
     }
     latency: dict[str, list[float]] = {s: [] for s in runs}
     for qid, query in dataset.queries.items():
-        deep = retriever.retrieve(query, None, k=depth, fusion=fusion, rrf_k=rrf_k, alpha=alpha)
+        deep = retriever.retrieve(query, Filter.admin(), k=depth, fusion=fusion, rrf_k=rrf_k, alpha=alpha)
         if other == "convex":
             alt = convex_combination(dict(deep.lexical), dict(deep.dense), alpha)
         else:
@@ -366,7 +366,7 @@ def run_queries(
         runs[f"fused_{other}"][qid] = documents_by_best_chunk([c for c, _ in alt[:depth]], chunk_to_doc)
 
         started = time.perf_counter()
-        live = retriever.retrieve(query, None, k=product_k, fusion=fusion, rrf_k=rrf_k, alpha=alpha)
+        live = retriever.retrieve(query, Filter.admin(), k=product_k, fusion=fusion, rrf_k=rrf_k, alpha=alpha)
         total = (time.perf_counter() - started) * 1000
         t0 = time.perf_counter()
         if other == "convex":
@@ -420,9 +420,9 @@ def evaluate_retrieval(
     try:
         rr: Reranker | None = None
         if reranker != "none":
-            from citeline.rerank import make_reranker
+            from citeline.registry import registry
 
-            rr = make_reranker(reranker, embedder=kb.embedder, settings=kb.settings)
+            rr = registry.create("reranker", reranker, kb.components)
         runs, latency = run_queries(
             kb,
             dataset,
@@ -448,7 +448,7 @@ def evaluate_retrieval(
             split=split,
             queries=len(dataset.queries),
             documents=len(dataset.corpus),
-            chunks=kb.store.count_chunks(),
+            chunks=kb.store.count_chunks(Filter.admin()),
             embedder=embedder,
             fusion=fusion,
             alpha=alpha,

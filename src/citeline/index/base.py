@@ -1,29 +1,100 @@
-"""The store contract: documents, their chunks and vectors, and filtered search.
+"""The store contract: everything the pipeline keeps, behind one interface.
 
-Filters are part of every search call so that each engine can apply them *before*
-ranking (pre-filtering): a filter matching 1% of chunks still returns k results.
+The embedded SQLite store (index/sqlite.py) is the first implementation; a PostgreSQL store
+joins by passing the same contract suite (tests/index/test_store_contract.py).
+
+* Documents, their text, original bytes and chunks; a document is replaced atomically (readers
+  see the old or the new version, never half). Document ids come from (collection, source), see
+  ``citeline.models.document_id_for``.
+* Vectors cached by the hash of the indexed chunk text, per embedder.
+* Keyword and vector search with filters applied *before* ranking (pre-filtering): a filter
+  matching 1% of chunks still returns k results.
+* Settings kept in the index itself (an index that is a database URL has no folder for a toml).
+* Access data: API keys (hashes only), a per-index secret, and traces with their owner.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from typing import Any, Protocol
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
 import numpy.typing as npt
 
 from citeline.models import Chunk, Document
 from citeline.retrieval.filters import Filter
+from citeline.trace import Trace, TraceSummary
+
+if TYPE_CHECKING:
+    from citeline.retrieval.query import Query
 
 Vector = npt.NDArray[np.float32]
 
 
-class Store(Protocol):
-    def get_document(self, source: str) -> Document | None: ...
+@dataclass(frozen=True)
+class EmbedderInfo:
+    name: str
+    version: str
+    dim: int
 
-    def documents(self, flt: Filter | None = None) -> list[Document]: ...
+
+@dataclass(frozen=True)
+class ApiKey:
+    """An API key as stored: never the key itself, only its keyed hash."""
+
+    id: str
+    user: str
+    key_hash: str
+    groups: tuple[str, ...] = ()
+    role: str = "reader"  # reader, writer or admin
+    created_at: float = 0.0
+    revoked_at: float | None = None
+    label: str = ""
+    meta: Mapping[str, Any] = field(default_factory=dict)
+
+    @property
+    def active(self) -> bool:
+        return self.revoked_at is None
+
+
+class Store(Protocol):
+    location: str
+    read_only: bool
+
+    # -- index metadata -------------------------------------------------------------------------
+    def embedder_info(self) -> EmbedderInfo | None: ...
+
+    def bind_embedder(self, name: str, version: str, dim: int) -> None:
+        """Record the index's embedder on first use; EmbedderMismatchError for another one later."""
+        ...
+
+    def stored_settings(self) -> dict[str, Any]: ...
+
+    def save_settings(self, values: Mapping[str, Any], remove: Iterable[str] = ()) -> None: ...
+
+    def secret(self) -> bytes:
+        """A random per-index secret, created on first use (keys are hashed with it)."""
+        ...
+
+    # -- documents ------------------------------------------------------------------------------
+    def get_document(self, document_id: str) -> Document | None: ...
+
+    def find_document(self, source: str, collection: str | None = None) -> Document | None:
+        """By source (in ``collection``, or any collection when None), else by absolute file path."""
+        ...
+
+    def documents(self, flt: Filter, limit: int | None = None, offset: int = 0) -> list[Document]: ...
+
+    def count_documents(self, flt: Filter) -> int: ...
 
     def document_text(self, document_id: str) -> str: ...
+
+    def page_starts(self, document_id: str) -> list[int]: ...
+
+    def original(self, document_id: str) -> bytes | None:
+        """The file's bytes as they were added (None when not kept)."""
+        ...
 
     def replace_document(
         self,
@@ -32,17 +103,30 @@ class Store(Protocol):
         chunks: Sequence[Chunk],
         vectors: Mapping[str, Vector],
         page_starts: Sequence[int] = (),
+        original: bytes | None = None,
     ) -> None:
         """Atomically replace a document and all its chunks (readers see old or new, never half)."""
         ...
 
+    def update_access(self, document_id: str, tags: Mapping[str, str], acl: Iterable[str]) -> None: ...
+
     def remove_document(self, document_id: str) -> None: ...
 
-    def cached_vectors(self, text_hashes: Iterable[str]) -> dict[str, Vector]:
-        """Vectors already computed by the index's embedder, keyed by indexed-text hash."""
+    def document_chunks(self, document_id: str) -> list[str]: ...
+
+    # -- vectors --------------------------------------------------------------------------------
+    def cached_vectors(self, text_hashes: Iterable[str], embedder: str | None = None) -> dict[str, Vector]:
+        """Vectors already computed (by ``embedder``, default the index's), keyed by indexed-text hash."""
         ...
 
-    def keyword_search(self, query: str, flt: Filter, k: int) -> list[tuple[str, float]]:
+    def all_text_hashes(self) -> list[tuple[str, str]]: ...
+
+    def add_vectors(self, embedder: str, vectors: Mapping[str, Vector]) -> None: ...
+
+    def swap_embedder(self, name: str, version: str, dim: int) -> None: ...
+
+    # -- search ---------------------------------------------------------------------------------
+    def keyword_search(self, query: Query | str, flt: Filter, k: int) -> list[tuple[str, float]]:
         """(chunk id, BM25 score: higher is better), best first."""
         ...
 
@@ -52,6 +136,29 @@ class Store(Protocol):
 
     def chunks(self, chunk_ids: Sequence[str]) -> dict[str, tuple[Chunk, Document]]: ...
 
+    def term_weights(self, terms: Sequence[str], flt: Filter) -> dict[str, float]:
+        """IDF of each term over the chunks ``flt`` lets through (restricted documents do not count)."""
+        ...
+
+    def count_chunks(self, flt: Filter) -> int: ...
+
     def stats(self) -> dict[str, Any]: ...
+
+    # -- traces and access ----------------------------------------------------------------------
+    def save_trace(self, trace: Trace) -> None: ...
+
+    def get_trace(self, trace_id: str) -> Trace | None: ...
+
+    def list_traces(
+        self, owner: str | None = None, failed_only: bool = False, limit: int = 20
+    ) -> list[TraceSummary]: ...
+
+    def add_api_key(self, key: ApiKey) -> None: ...
+
+    def api_keys(self) -> list[ApiKey]: ...
+
+    def find_api_key(self, key_hash: str) -> ApiKey | None: ...
+
+    def revoke_api_key(self, key_id: str) -> bool: ...
 
     def close(self) -> None: ...

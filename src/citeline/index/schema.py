@@ -7,10 +7,10 @@ it and can always be rebuilt (`citeline reindex`).
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 
 _V1 = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -88,8 +88,81 @@ CREATE TABLE traces (
 CREATE INDEX traces_created ON traces(created_at);
 """
 
-# MIGRATIONS[v] upgrades a database at schema version v-1 to version v.
-MIGRATIONS: dict[int, str] = {1: _V1}
+# Version 2: document identity from (collection, source) instead of the adding machine's absolute
+# path; original bytes (content-addressed); settings, API keys and trace owners in the index.
+_V2_TABLES = """
+CREATE TABLE documents_v2 (
+    id TEXT PRIMARY KEY,
+    collection TEXT NOT NULL DEFAULT 'default',
+    source TEXT NOT NULL,
+    title TEXT NOT NULL,
+    format TEXT NOT NULL,
+    content_hash TEXT NOT NULL,
+    size INTEGER NOT NULL,
+    mtime REAL NOT NULL,
+    page_count INTEGER,
+    metadata TEXT NOT NULL DEFAULT '{}',
+    text TEXT NOT NULL,
+    page_starts TEXT NOT NULL DEFAULT '[]',
+    added_at REAL NOT NULL,
+    updated_at REAL NOT NULL,
+    UNIQUE (collection, source)
+);
+CREATE TABLE blobs (
+    content_hash TEXT PRIMARY KEY,
+    data BLOB NOT NULL
+) WITHOUT ROWID;
+CREATE TABLE settings (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE api_keys (
+    id TEXT PRIMARY KEY,
+    user TEXT NOT NULL,
+    key_hash TEXT NOT NULL UNIQUE,
+    groups TEXT NOT NULL DEFAULT '[]',
+    role TEXT NOT NULL DEFAULT 'reader',
+    label TEXT NOT NULL DEFAULT '',
+    meta TEXT NOT NULL DEFAULT '{}',
+    created_at REAL NOT NULL,
+    revoked_at REAL
+);
+ALTER TABLE traces ADD COLUMN owner TEXT NOT NULL DEFAULT '';
+CREATE INDEX traces_owner ON traces(owner, created_at);
+"""
+
+
+def _v2(conn: sqlite3.Connection) -> None:
+    from citeline.models import DEFAULT_COLLECTION, document_id_for
+
+    for statement in _statements(_V2_TABLES):
+        conn.execute(statement)
+    rows = conn.execute("SELECT id, source FROM documents").fetchall()
+    new_ids = {old: document_id_for(DEFAULT_COLLECTION, source.replace("\\", "/")) for old, source in rows}
+    conn.execute(
+        "INSERT INTO documents_v2 (id, collection, source, title, format, content_hash, size, mtime, "
+        "page_count, metadata, text, page_starts, added_at, updated_at) SELECT id, 'default', source, "
+        "title, format, content_hash, size, mtime, page_count, metadata, text, page_starts, added_at, "
+        "updated_at FROM documents"
+    )
+    # Children first (foreign keys are off during migrations), then the documents themselves.
+    for old, new in new_ids.items():
+        if old == new:
+            continue
+        conn.execute(
+            "UPDATE chunks SET id = ? || substr(id, 13), document_id = ? WHERE document_id = ?",
+            (new[:12], new, old),
+        )
+        for table in ("doc_tags", "doc_acl"):
+            conn.execute(f"UPDATE {table} SET document_id = ? WHERE document_id = ?", (new, old))
+        conn.execute("UPDATE documents_v2 SET id = ? WHERE id = ?", (new, old))
+    conn.execute("DROP TABLE documents")
+    conn.execute("ALTER TABLE documents_v2 RENAME TO documents")
+    conn.execute("CREATE INDEX documents_mtime ON documents(mtime)")
+    conn.execute("CREATE INDEX documents_format ON documents(format)")
+    conn.execute("CREATE INDEX documents_collection ON documents(collection, source)")
+
+
+# MIGRATIONS[v] upgrades a database at schema version v-1 to version v: a script, or a function
+# for steps that compute values (new ids).
+MIGRATIONS: dict[int, str | Callable[[sqlite3.Connection], None]] = {1: _V1, 2: _v2}
 
 
 @contextmanager
@@ -105,16 +178,35 @@ def transaction(conn: sqlite3.Connection) -> Iterator[sqlite3.Connection]:
 
 
 def migrate(conn: sqlite3.Connection, current: int) -> None:
-    """Apply each pending migration in its own transaction."""
-    for version in range(current + 1, SCHEMA_VERSION + 1):
-        with transaction(conn):
-            for statement in _statements(MIGRATIONS[version]):
+    """Apply each pending migration in its own transaction.
+
+    Foreign keys are off while migrating (a table rebuild must not cascade-delete the rows that
+    point at it) and checked before each commit.
+    """
+    conn.execute("PRAGMA foreign_keys=OFF")
+    try:
+        for version in range(current + 1, SCHEMA_VERSION + 1):
+            _migrate_one(conn, version)
+    finally:
+        conn.execute("PRAGMA foreign_keys=ON")
+
+
+def _migrate_one(conn: sqlite3.Connection, version: int) -> None:
+    step = MIGRATIONS[version]
+    with transaction(conn):
+        if callable(step):
+            step(conn)
+        else:
+            for statement in _statements(step):
                 conn.execute(statement)
-            conn.execute(
-                "INSERT INTO meta(key, value) VALUES ('schema_version', ?) "
-                "ON CONFLICT(key) DO UPDATE SET value = excluded.value",
-                (str(version),),
-            )
+        broken = conn.execute("PRAGMA foreign_key_check").fetchall()
+        if broken:
+            raise sqlite3.IntegrityError(f"migration to schema {version} broke foreign keys: {broken[:3]}")
+        conn.execute(
+            "INSERT INTO meta(key, value) VALUES ('schema_version', ?) "
+            "ON CONFLICT(key) DO UPDATE SET value = excluded.value",
+            (str(version),),
+        )
 
 
 def _statements(script: str) -> list[str]:

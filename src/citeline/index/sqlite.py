@@ -7,78 +7,42 @@ sees a document either as it was or as it is now, never half-replaced.
 from __future__ import annotations
 
 import json
-import math
 import os
 import sqlite3
 import threading
 import time
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from citeline.errors import CitelineError, EmbedderMismatchError, NotAnIndexError, SchemaTooNewError
-from citeline.index.base import Vector
+from citeline.index.base import EmbedderInfo, Vector
 from citeline.index.dense import DenseMatrix
 from citeline.index.schema import SCHEMA_VERSION, migrate, transaction
+from citeline.index.sql_filter import filter_sql
+from citeline.index.sqlite_search import SqliteSearch
 from citeline.models import Chunk, Document
-from citeline.retrieval.bm25 import fts_match_expression
 from citeline.retrieval.filters import Filter
+
+if TYPE_CHECKING:
+    from citeline.registry import BuildContext
 
 DB_NAME = "citeline.db"
 
 _DOC_COLUMNS = (
-    "id, source, title, format, content_hash, size, mtime, page_count, metadata, added_at, updated_at"
+    "id, source, title, format, content_hash, size, mtime, page_count, metadata, added_at, updated_at, "
+    "collection"
 )
 
 
-def _like_escape(value: str) -> str:
-    return value.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
-
-
-def filter_sql(flt: Filter, doc_column: str) -> tuple[str, list[Any]]:
-    """A SQL condition on ``doc_column`` (a document id) that enforces the filter; ("", []) if none."""
-    if flt.is_empty:
-        return "", []
-    conds: list[str] = []
-    params: list[Any] = []
-    if flt.source_prefix is not None:
-        conds.append("d.source LIKE ? ESCAPE '\\'")
-        params.append(_like_escape(flt.source_prefix) + "%")
-    if flt.formats:
-        conds.append(f"d.format IN ({','.join('?' * len(flt.formats))})")
-        params.extend(flt.formats)
-    if flt.modified_after is not None:
-        conds.append("d.mtime >= ?")
-        params.append(flt.modified_after)
-    if flt.modified_before is not None:
-        conds.append("d.mtime < ?")
-        params.append(flt.modified_before)
-    for key, value in sorted(flt.tags.items()):
-        conds.append(
-            "EXISTS (SELECT 1 FROM doc_tags t WHERE t.document_id = d.id AND t.key = ? AND t.value = ?)"
-        )
-        params.extend([key, value])
-    if not flt.principal.admin:
-        keys = flt.principal.acl_keys()
-        acl = "NOT EXISTS (SELECT 1 FROM doc_acl a WHERE a.document_id = d.id)"
-        if keys:
-            acl += (
-                " OR EXISTS (SELECT 1 FROM doc_acl a WHERE a.document_id = d.id AND a.entry IN "
-                f"({','.join('?' * len(keys))}))"
-            )
-            params.extend(keys)
-        conds.append(f"({acl})")
-    where = " AND ".join(conds) or "1"
-    return f"{doc_column} IN (SELECT d.id FROM documents d WHERE {where})", params
-
-
-class SqliteStore:
+class SqliteStore(SqliteSearch):
     """SQLite (source of truth) + FTS5 (BM25) + a dense matrix (exact cosine search)."""
 
     def __init__(self, folder: Path, *, create: bool = True, read_only: bool = False) -> None:
         self.folder = folder
+        self.location = str(folder)
         self.path = folder / DB_NAME
         self._check_folder(create and not read_only)
         writable = os.access(folder, os.W_OK) and (not self.path.exists() or os.access(self.path, os.W_OK))
@@ -138,28 +102,14 @@ class SqliteStore:
 
     # -- meta --------------------------------------------------------------------------------
 
-    def meta(self, key: str) -> str | None:
-        row = self.conn.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
-        return None if row is None else str(row[0])
-
-    def _set_meta(self, key: str, value: str) -> None:
-        self.conn.execute(
-            "INSERT INTO meta(key, value) VALUES (?, ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value",
-            (key, value),
-        )
-
     def _bump_generation(self) -> None:
         self._set_meta("generation", str(int(self.meta("generation") or 0) + 1))
 
-    def embedder_info(self) -> dict[str, Any] | None:
+    def embedder_info(self) -> EmbedderInfo | None:
         name = self.meta("embedder")
         if name is None:
             return None
-        return {
-            "name": name,
-            "version": self.meta("embedder_version"),
-            "dim": int(self.meta("embedder_dim") or 0),
-        }
+        return EmbedderInfo(name, self.meta("embedder_version") or "", int(self.meta("embedder_dim") or 0))
 
     def bind_embedder(self, name: str, version: str, dim: int) -> None:
         """Record the index's embedder on first use; refuse a different one later."""
@@ -170,8 +120,8 @@ class SqliteStore:
                 self._set_meta("embedder_version", version)
                 self._set_meta("embedder_dim", str(dim))
             return
-        if info["name"] != name or info["version"] != version or info["dim"] != dim:
-            raise EmbedderMismatchError(f"{info['name']} ({info['version']})", name)
+        if (info.name, info.version, info.dim) != (name, version, dim):
+            raise EmbedderMismatchError(f"{info.name} ({info.version})", name)
 
     # -- documents ---------------------------------------------------------------------------
 
@@ -200,24 +150,51 @@ class SqliteStore:
             metadata=json.loads(row[8]),
             added_at=row[9],
             updated_at=row[10],
+            collection=row[11],
         )
 
-    def get_document(self, source: str) -> Document | None:
-        row = self.conn.execute(
-            f"SELECT {_DOC_COLUMNS} FROM documents WHERE source = ?", (source,)
-        ).fetchone()
-        return None if row is None else self._document(row)
-
-    def get_document_by_id(self, document_id: str) -> Document | None:
+    def get_document(self, document_id: str) -> Document | None:
         row = self.conn.execute(
             f"SELECT {_DOC_COLUMNS} FROM documents WHERE id = ?", (document_id,)
         ).fetchone()
         return None if row is None else self._document(row)
 
-    def documents(self, flt: Filter | None = None) -> list[Document]:
-        cond, params = filter_sql(flt or Filter(), "id")
-        sql = f"SELECT {_DOC_COLUMNS} FROM documents {'WHERE ' + cond if cond else ''} ORDER BY source"
-        return [self._document(r) for r in self.conn.execute(sql, params).fetchall()]
+    def find_document(self, source: str, collection: str | None = None) -> Document | None:
+        if collection is not None:
+            sql, params = "collection = ? AND source = ?", [collection, source]
+        else:
+            sql, params = "source = ?", [source]
+        row = self.conn.execute(
+            f"SELECT {_DOC_COLUMNS} FROM documents WHERE {sql} ORDER BY collection LIMIT 1", params
+        ).fetchone()
+        if row is None:  # an absolute file path, as the document was read from
+            row = self.conn.execute(
+                f"SELECT {_DOC_COLUMNS} FROM documents WHERE json_extract(metadata, '$.path') = ? "
+                f"{'AND collection = ?' if collection is not None else ''} LIMIT 1",
+                [source] + ([collection] if collection is not None else []),
+            ).fetchone()
+        return None if row is None else self._document(row)
+
+    def documents(self, flt: Filter, limit: int | None = None, offset: int = 0) -> list[Document]:
+        cond, params = filter_sql(flt, "id")
+        sql = (
+            f"SELECT {_DOC_COLUMNS} FROM documents {'WHERE ' + cond if cond else ''} "
+            "ORDER BY collection, source LIMIT ? OFFSET ?"
+        )
+        rows = self.conn.execute(sql, [*params, -1 if limit is None else limit, offset]).fetchall()
+        return [self._document(r) for r in rows]
+
+    def count_documents(self, flt: Filter) -> int:
+        cond, params = filter_sql(flt, "id")
+        sql = f"SELECT COUNT(*) FROM documents {'WHERE ' + cond if cond else ''}"
+        return int(self.conn.execute(sql, params).fetchone()[0])
+
+    def original(self, document_id: str) -> bytes | None:
+        row = self.conn.execute(
+            "SELECT b.data FROM documents d JOIN blobs b ON b.content_hash = d.content_hash WHERE d.id = ?",
+            (document_id,),
+        ).fetchone()
+        return None if row is None else bytes(row[0])
 
     def document_text(self, document_id: str) -> str:
         row = self.conn.execute("SELECT text FROM documents WHERE id = ?", (document_id,)).fetchone()
@@ -234,6 +211,7 @@ class SqliteStore:
         chunks: Sequence[Chunk],
         vectors: Mapping[str, Vector],
         page_starts: Sequence[int] = (),
+        original: bytes | None = None,
     ) -> None:
         name = self.meta("embedder")
         if name is None:
@@ -241,14 +219,22 @@ class SqliteStore:
         now = time.time()
         with self._lock, transaction(self.conn):
             old = self.conn.execute(
-                "SELECT added_at FROM documents WHERE id = ? OR source = ?", (document.id, document.source)
+                "SELECT added_at FROM documents WHERE id = ? OR (collection = ? AND source = ?)",
+                (document.id, document.collection, document.source),
             ).fetchone()
-            old_hashes = self._remove(document.id, document.source)
+            old_hashes = self._remove(document.id, document.collection, document.source)
+            if original is not None:
+                self.conn.execute(
+                    "INSERT INTO blobs (content_hash, data) VALUES (?, ?) ON CONFLICT DO NOTHING",
+                    (document.content_hash, original),
+                )
             self.conn.execute(
-                "INSERT INTO documents (id, source, title, format, content_hash, size, mtime, page_count, "
-                "metadata, text, page_starts, added_at, updated_at) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)",
+                "INSERT INTO documents (id, collection, source, title, format, content_hash, size, mtime, "
+                "page_count, metadata, text, page_starts, added_at, updated_at) "
+                "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
                 (
                     document.id,
+                    document.collection,
                     document.source,
                     document.title,
                     document.format,
@@ -309,10 +295,17 @@ class SqliteStore:
             self._gc_embeddings(old_hashes)
             self._bump_generation()
 
-    def _remove(self, document_id: str, source: str | None = None) -> list[str]:
+    def _remove(
+        self, document_id: str, collection: str | None = None, source: str | None = None
+    ) -> list[str]:
         ids = [document_id]
         if source is not None:
-            ids += [r[0] for r in self.conn.execute("SELECT id FROM documents WHERE source = ?", (source,))]
+            ids += [
+                r[0]
+                for r in self.conn.execute(
+                    "SELECT id FROM documents WHERE collection = ? AND source = ?", (collection, source)
+                )
+            ]
         hashes: list[str] = []
         for doc_id in set(ids):
             hashes += [
@@ -324,10 +317,13 @@ class SqliteStore:
         return hashes
 
     def _gc_embeddings(self, hashes: Iterable[str]) -> None:
-        """Drop vectors no chunk uses any more (after a remove or an edit)."""
+        """Drop vectors no chunk uses any more, and originals no document uses (after a remove or an edit)."""
         self.conn.executemany(
             "DELETE FROM embeddings WHERE text_hash = ? AND NOT EXISTS (SELECT 1 FROM chunks WHERE text_hash = ?)",
             [(h, h) for h in set(hashes)],
+        )
+        self.conn.execute(
+            "DELETE FROM blobs WHERE NOT EXISTS (SELECT 1 FROM documents d WHERE d.content_hash = blobs.content_hash)"
         )
 
     def update_access(self, document_id: str, tags: Mapping[str, str], acl: Iterable[str]) -> None:
@@ -398,58 +394,6 @@ class SqliteStore:
             self._set_meta("embedder_dim", str(dim))
             self._bump_generation()
 
-    def _dense_matrix(self) -> DenseMatrix:
-        generation = int(self.meta("generation") or 0)
-        with self._lock:
-            if self._dense is None or generation != self._dense_generation:
-                name = self.meta("embedder")
-                dim = int(self.meta("embedder_dim") or 0)
-                rows = self.conn.execute(
-                    "SELECT c.rowid, e.vector FROM chunks c JOIN embeddings e "
-                    "ON e.text_hash = c.text_hash AND e.embedder = ? ORDER BY c.rowid",
-                    (name,),
-                ).fetchall()
-                rowids = np.fromiter((r[0] for r in rows), dtype=np.int64, count=len(rows))
-                matrix = np.frombuffer(b"".join(r[1] for r in rows), dtype=np.float32).reshape(len(rows), dim)
-                self._dense = DenseMatrix(rowids, matrix)
-                self._dense_generation = generation
-            return self._dense
-
-    # -- search ------------------------------------------------------------------------------
-
-    def _ids_for_rowids(self, hits: list[tuple[int, float]]) -> list[tuple[str, float]]:
-        if not hits:
-            return []
-        rows = dict(
-            self.conn.execute(
-                f"SELECT rowid, id FROM chunks WHERE rowid IN ({','.join('?' * len(hits))})",
-                [r for r, _ in hits],
-            ).fetchall()
-        )
-        return [(rows[r], s) for r, s in hits if r in rows]
-
-    def keyword_search(self, query: str, flt: Filter, k: int) -> list[tuple[str, float]]:
-        expression = fts_match_expression(query)
-        if expression is None or k <= 0:
-            return []
-        cond, params = filter_sql(flt, "c.document_id")
-        sql = (
-            "SELECT c.id, -bm25(chunks_fts) AS score FROM chunks_fts JOIN chunks c ON c.rowid = chunks_fts.rowid "
-            f"WHERE chunks_fts MATCH ? {'AND ' + cond if cond else ''} ORDER BY bm25(chunks_fts), c.rowid LIMIT ?"
-        )
-        return [(r[0], float(r[1])) for r in self.conn.execute(sql, [expression, *params, k])]
-
-    def vector_search(self, vector: Vector, flt: Filter, k: int) -> list[tuple[str, float]]:
-        dense = self._dense_matrix()
-        allowed = None
-        if not flt.is_empty:
-            cond, params = filter_sql(flt, "document_id")
-            allowed = np.fromiter(
-                (r[0] for r in self.conn.execute(f"SELECT rowid FROM chunks WHERE {cond}", params)),
-                dtype=np.int64,
-            )
-        return self._ids_for_rowids(dense.search(np.asarray(vector, dtype=np.float32), k, allowed))
-
     def chunks(self, chunk_ids: Sequence[str]) -> dict[str, tuple[Chunk, Document]]:
         out: dict[str, tuple[Chunk, Document]] = {}
         docs: dict[str, Document] = {}
@@ -465,7 +409,7 @@ class SqliteStore:
             ).fetchall()
             for r in rows:
                 if r[1] not in docs:
-                    doc = self.get_document_by_id(r[1])
+                    doc = self.get_document(r[1])
                     if doc is None:
                         continue
                     docs[r[1]] = doc
@@ -486,30 +430,6 @@ class SqliteStore:
                 out[r[0]] = (chunk, docs[r[1]])
         return out
 
-    def term_weights(self, terms: Sequence[str], flt: Filter | None = None) -> dict[str, float]:
-        """IDF of each term over chunks, as BM25 computes it: rare terms weigh more.
-
-        Counted over the chunks ``flt`` lets through only, so documents a principal may not read
-        do not change the weights (and so the relevance scores and refusals) that it sees.
-        """
-        flt = flt or Filter()
-        n = self.count_chunks(flt)
-        cond, params = filter_sql(flt, "c.document_id")
-        weights: dict[str, float] = {}
-        for term in terms:
-            expression = fts_match_expression(term)
-            df = 0
-            if expression is not None:
-                df = int(
-                    self.conn.execute(
-                        "SELECT COUNT(*) FROM chunks_fts JOIN chunks c ON c.rowid = chunks_fts.rowid "
-                        f"WHERE chunks_fts MATCH ? {'AND ' + cond if cond else ''}",
-                        (expression, *params),
-                    ).fetchone()[0]
-                )
-            weights[term] = math.log(1.0 + (n - df + 0.5) / (df + 0.5))
-        return weights
-
     def document_chunks(self, document_id: str) -> list[str]:
         return [
             r[0]
@@ -518,52 +438,31 @@ class SqliteStore:
             )
         ]
 
-    def count_chunks(self, flt: Filter | None = None) -> int:
-        cond, params = filter_sql(flt or Filter(), "document_id")
-        sql = f"SELECT COUNT(*) FROM chunks {'WHERE ' + cond if cond else ''}"
-        return int(self.conn.execute(sql, params).fetchone()[0])
-
     def stats(self) -> dict[str, Any]:
         documents = self.conn.execute("SELECT COUNT(*) FROM documents").fetchone()[0]
+        info = self.embedder_info()
         size = sum(p.stat().st_size for p in self.folder.glob(DB_NAME + "*") if p.is_file())
         return {
             "index": str(self.folder),
             "documents": int(documents),
-            "chunks": self.count_chunks(),
+            "chunks": self.count_chunks(Filter.admin()),
             "vectors": int(self.conn.execute("SELECT COUNT(*) FROM embeddings").fetchone()[0]),
             "index_bytes": size,
             "schema_version": int(self.meta("schema_version") or 0),
-            "embedder": self.embedder_info(),
+            "embedder": None
+            if info is None
+            else {"name": info.name, "version": info.version, "dim": info.dim},
         }
-
-    # -- traces ------------------------------------------------------------------------------
-
-    def save_trace(
-        self, trace_id: str, question: str, refused: bool, support: float | None, data: dict[str, Any]
-    ) -> None:
-        with self._lock, transaction(self.conn):
-            self.conn.execute(
-                "INSERT INTO traces (id, created_at, question, refused, support, data) VALUES (?,?,?,?,?,?)",
-                (trace_id, time.time(), question, int(refused), support, json.dumps(data)),
-            )
-
-    def get_trace(self, trace_id: str) -> dict[str, Any] | None:
-        row = self.conn.execute("SELECT data FROM traces WHERE id = ?", (trace_id,)).fetchone()
-        return None if row is None else dict(json.loads(row[0]))
-
-    def list_traces(self, failed_only: bool = False, limit: int = 20) -> list[dict[str, Any]]:
-        where = "WHERE refused = 1 OR support < 1.0" if failed_only else ""
-        rows = self.conn.execute(
-            f"SELECT id, created_at, question, refused, support FROM traces {where} ORDER BY created_at DESC LIMIT ?",
-            (limit,),
-        )
-        return [
-            {"id": r[0], "created_at": r[1], "question": r[2], "refused": bool(r[3]), "support": r[4]}
-            for r in rows
-        ]
 
 
 def text_hash(index_text: str) -> str:
     import hashlib
 
     return hashlib.sha256(index_text.encode("utf-8")).hexdigest()
+
+
+def sqlite_factory(
+    context: BuildContext | None, location: str | None, *, create: bool = True, read_only: bool = False
+) -> SqliteStore:
+    """The embedded store in the folder ``location`` (default ./.citeline)."""
+    return SqliteStore(Path(location or ".citeline"), create=create, read_only=read_only)

@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from citeline.models import ParsedDocument
+
+if TYPE_CHECKING:
+    from citeline.registry import BuildContext
 
 
 class Parser(Protocol):
@@ -15,3 +18,10 @@ class Parser(Protocol):
     extensions: tuple[str, ...]
 
     def parse(self, data: bytes, path: Path) -> ParsedDocument: ...
+
+
+class BaseParser:
+    """Built by the registry like every backend: ``Parser(context, argument)``; parsers need neither."""
+
+    def __init__(self, context: BuildContext | None = None, argument: str | None = None) -> None:
+        self.context = context

@@ -21,6 +21,7 @@ from docx.text.paragraph import Paragraph
 from lxml import etree
 
 from citeline.errors import ParseError
+from citeline.ingest.base import BaseParser
 from citeline.ingest.blocks import assemble_blocks
 from citeline.models import BlockKind, ParsedDocument
 
@@ -40,7 +41,7 @@ _SKIP_IN_PARAGRAPH = (
 _CODE_STYLES = ("code", "source", "preformatted", "macro text", "verbatim")
 
 
-class DocxParser:
+class DocxParser(BaseParser):
     format = "docx"
     extensions: tuple[str, ...] = (".docx",)
 

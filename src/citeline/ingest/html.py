@@ -19,6 +19,7 @@ from lxml import etree
 from lxml import html as lxml_html
 
 from citeline.errors import ParseError
+from citeline.ingest.base import BaseParser
 from citeline.ingest.blocks import assemble_blocks
 from citeline.ingest.decode import decode_bytes
 from citeline.models import BlockKind, ParsedDocument
@@ -102,7 +103,7 @@ _META_CHARSET = re.compile(rb"""<meta[^>]+?charset\s*=\s*["']?\s*([a-zA-Z0-9_.:-
 _MAX_DEPTH = 512
 
 
-class HtmlParser:
+class HtmlParser(BaseParser):
     format = "html"
     extensions: tuple[str, ...] = (".html", ".htm")
 

@@ -14,6 +14,7 @@ from markdown_it import MarkdownIt
 from mdit_py_plugins.front_matter import front_matter_plugin
 
 from citeline.errors import ParseError
+from citeline.ingest.base import BaseParser
 from citeline.ingest.decode import decode_text
 from citeline.models import Block, BlockKind, ParsedDocument
 
@@ -43,7 +44,7 @@ def _front_matter(content: str, path: Path) -> dict[str, Any]:
     return data if isinstance(data, dict) else {}
 
 
-class MarkdownParser:
+class MarkdownParser(BaseParser):
     format = "markdown"
     extensions = (".md", ".markdown")
 

@@ -22,6 +22,7 @@ import pypdfium2.raw as pdfium_c
 
 from citeline.errors import ParseError
 from citeline.ingest import pdf_tables
+from citeline.ingest.base import BaseParser
 from citeline.ingest.pdf_layout import Line, PageLines, norm, reading_order, strip_running
 from citeline.ingest.pdf_tables import CELL_GAP
 from citeline.models import Block, BlockKind, ParsedDocument
@@ -46,7 +47,7 @@ def _heading_key(s: str) -> str:
     return _SECTION_NO.sub("", norm(s))
 
 
-class PdfParser:
+class PdfParser(BaseParser):
     format = "pdf"
     extensions: tuple[str, ...] = (".pdf",)
 

@@ -14,9 +14,11 @@ import numpy as np
 from citeline.chunking import Chunker, ChunkingOptions, UnstructuredMode
 from citeline.embedding.base import Embedder
 from citeline.errors import CitelineError, ParseError
-from citeline.index.sqlite import SqliteStore, text_hash
+from citeline.index.base import Store
+from citeline.index.sqlite import text_hash
 from citeline.ingest.registry import parser_for, supported_extensions
-from citeline.models import Chunk, Document
+from citeline.models import DEFAULT_COLLECTION, Chunk, Document, document_id_for
+from citeline.retrieval.filters import Filter
 from citeline.settings import Settings
 
 # Bump when parsing or chunking changes what a file turns into, so unchanged files are redone.
@@ -56,8 +58,13 @@ class IngestReport:
         }
 
 
-def document_id_for(path: Path) -> str:
-    return hashlib.sha256(str(path.resolve()).encode("utf-8")).hexdigest()[:24]
+def source_for(path: Path, root: Path) -> str:
+    """The path relative to ``root`` with / separators, or the absolute path for a file outside it."""
+    absolute = os.path.abspath(path)
+    relative = os.path.relpath(absolute, os.path.abspath(root))
+    if relative == os.pardir or relative.startswith(os.pardir + os.sep) or os.path.isabs(relative):
+        return Path(absolute).as_posix()
+    return Path(relative).as_posix()
 
 
 def iter_files(paths: Iterable[str], report: IngestReport) -> Iterator[tuple[str, Path]]:
@@ -81,7 +88,7 @@ def iter_files(paths: Iterable[str], report: IngestReport) -> Iterator[tuple[str
 
 
 class Ingestor:
-    def __init__(self, store: SqliteStore, embedder: Embedder, settings: Settings) -> None:
+    def __init__(self, store: Store, embedder: Embedder, settings: Settings) -> None:
         self.store = store
         self.embedder = embedder
         self.settings = settings
@@ -105,11 +112,19 @@ class Ingestor:
         tags: dict[str, str] | None = None,
         acl: Iterable[str] = (),
         progress: Progress | None = None,
+        collection: str = DEFAULT_COLLECTION,
+        root: str | os.PathLike[str] | None = None,
     ) -> IngestReport:
+        """Add or update files and folders. A document is identified by ``collection`` and its path
+        relative to ``root`` (default: the current folder), whichever machine adds it."""
         report = IngestReport()
-        for source, path in iter_files(paths, report):
+        base = Path(root) if root is not None else Path.cwd()
+        for _given, path in iter_files(paths, report):
+            source = source_for(path, base)
             try:
-                self._add_file(source, path, dict(tags or {}), tuple(sorted(set(acl))), report, progress)
+                self._add_file(
+                    source, path, collection, dict(tags or {}), tuple(sorted(set(acl))), report, progress
+                )
             except ParseError as exc:
                 report.failed.append((source, exc.reason))
             except (CitelineError, OSError, ValueError, MemoryError, RecursionError) as exc:
@@ -122,6 +137,7 @@ class Ingestor:
         self,
         source: str,
         path: Path,
+        collection: str,
         tags: dict[str, str],
         acl: tuple[str, ...],
         report: IngestReport,
@@ -137,8 +153,8 @@ class Ingestor:
             )
         data = path.read_bytes()
         content_hash = hashlib.sha256(data).hexdigest()
-        doc_id = document_id_for(path)
-        existing = self.store.get_document_by_id(doc_id) or self.store.get_document(source)
+        doc_id = document_id_for(collection, source)
+        existing = self.store.get_document(doc_id)
         if (
             existing is not None
             and existing.content_hash == content_hash
@@ -161,9 +177,10 @@ class Ingestor:
         if not chunks:
             raise ParseError(source, "no text to index after parsing")
         vectors = self._vectors(chunks, progress, report)
-        metadata = {**parsed.metadata, "path": str(path.resolve()), "pipeline": self.signature}
+        metadata = {**parsed.metadata, "path": os.path.abspath(path), "pipeline": self.signature}
         document = Document(
             id=doc_id,
+            collection=collection,
             source=source,
             title=parsed.title,
             format=parsed.format,
@@ -175,7 +192,7 @@ class Ingestor:
             acl=acl,
             metadata=metadata,
         )
-        self.store.replace_document(document, parsed.text, chunks, vectors, parsed.page_starts)
+        self.store.replace_document(document, parsed.text, chunks, vectors, parsed.page_starts, original=data)
         report.chunks_written += len(chunks)
         (report.updated if existing is not None else report.added).append(source)
 
@@ -185,28 +202,23 @@ class Ingestor:
         """Vectors for every chunk: from the cache by indexed-text hash, the rest embedded now."""
         by_hash = {text_hash(c.index_text): c.index_text for c in chunks}
         vectors: dict[str, np.ndarray] = dict(self.store.cached_vectors(by_hash))
-        missing = [h for h in by_hash if h not in vectors]
-        batch = 64
-        for lo in range(0, len(missing), batch):
-            part = missing[lo : lo + batch]
-            for h, v in zip(part, self.embedder.embed([by_hash[h] for h in part]), strict=True):
-                vectors[h] = v
+        missing = [(h, by_hash[h]) for h in by_hash if h not in vectors]
+        for part, part_vectors in embed_batches(self.embedder, missing, progress):
+            vectors.update(zip(part, part_vectors, strict=True))
             report.chunks_embedded += len(part)
-            if progress:
-                progress("chunks", len(part))
         return vectors
 
     def remove(self, paths: Iterable[str]) -> IngestReport:
         report = IngestReport()
-        docs = self.store.documents()
+        docs = self.store.documents(Filter.admin())
         for given in paths:
-            target = Path(given).resolve()
+            target = os.path.abspath(given)
             matched = [
                 d
                 for d in docs
-                if d.source == given
-                or d.metadata.get("path") == str(target)
-                or str(d.metadata.get("path", "")).startswith(str(target) + os.sep)
+                if d.source == Path(given).as_posix()
+                or d.metadata.get("path") == target
+                or str(d.metadata.get("path", "")).startswith(target + os.sep)
             ]
             if not matched:
                 report.failed.append((given, "not in the index"))
@@ -214,3 +226,31 @@ class Ingestor:
                 self.store.remove_document(doc.id)
                 report.removed.append(doc.source)
         return report
+
+
+def embed_batches(
+    embedder: Embedder, items: list[tuple[str, str]], progress: Progress | None = None, batch: int = 64
+) -> Iterator[tuple[list[str], np.ndarray]]:
+    """Embed (text hash, text) pairs a batch at a time: (hashes, vectors) per batch."""
+    for lo in range(0, len(items), batch):
+        part = items[lo : lo + batch]
+        vectors = embedder.embed([t for _, t in part])
+        if progress:
+            progress("chunks", len(part))
+        yield [h for h, _ in part], vectors
+
+
+def reembed(store: Store, new: Embedder, progress: Progress | None = None) -> dict[str, object]:
+    """Embed every chunk with another embedder side by side, then make it the index's in one swap."""
+    pending = store.all_text_hashes()
+    have = store.cached_vectors([h for h, _ in pending], embedder=new.name)
+    todo = [(h, t) for h, t in pending if h not in have]
+    if max(new.count_tokens([t for _, t in todo]), default=0) > new.max_tokens:
+        raise CitelineError(
+            f"Some chunks are longer than '{new.name}' accepts ({new.max_tokens} tokens); re-add the "
+            "documents with that embedder in a fresh index instead."
+        )
+    for hashes, vectors in embed_batches(new, todo, progress):
+        store.add_vectors(new.name, dict(zip(hashes, vectors, strict=True)))
+    store.swap_embedder(new.name, new.version, new.dim)
+    return {"embedder": new.name, "chunks": len(pending), "embedded": len(todo)}

@@ -6,6 +6,7 @@ import re
 from pathlib import Path
 
 from citeline.errors import ParseError
+from citeline.ingest.base import BaseParser
 from citeline.ingest.decode import decode_text
 from citeline.models import Block, ParsedDocument
 
@@ -17,7 +18,7 @@ def paragraph_blocks(text: str, trail: tuple[str, ...] = ()) -> list[Block]:
     return [Block("paragraph", m.start(), m.end(), trail) for m in _PARAGRAPH.finditer(text)]
 
 
-class TextParser:
+class TextParser(BaseParser):
     format = "text"
     extensions = (".txt", ".text", ".rst")
 

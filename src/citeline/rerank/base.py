@@ -6,11 +6,12 @@ from collections.abc import Sequence
 from typing import Protocol
 
 from citeline.models import Hit
+from citeline.retrieval.query import Query
 
 
 class Reranker(Protocol):
     name: str
 
-    def rerank(self, query: str, hits: Sequence[Hit]) -> list[Hit]:
+    def rerank(self, query: Query | str, hits: Sequence[Hit]) -> list[Hit]:
         """Return the hits best first, each with a ``rerank`` stage score."""
         ...

@@ -13,11 +13,10 @@ The passage is the chunk's indexed text (title and headings prefix included).
 
 from __future__ import annotations
 
-import os
 from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
 import numpy.typing as npt
@@ -25,6 +24,10 @@ import numpy.typing as npt
 from citeline.embedding.onnx import cpu_session
 from citeline.errors import ConfigError
 from citeline.models import Hit, StageScore
+from citeline.retrieval.query import Query, analyze
+
+if TYPE_CHECKING:
+    from citeline.registry import BuildContext
 
 
 class PairScorer(Protocol):
@@ -114,10 +117,10 @@ class CrossEncoderReranker:
         self.scorer = scorer
         self.name = name
 
-    def rerank(self, query: str, hits: Sequence[Hit]) -> list[Hit]:
+    def rerank(self, query: Query | str, hits: Sequence[Hit]) -> list[Hit]:
         if not hits:
             return []
-        scores = self.scorer.score(query, [h.chunk.index_text for h in hits])
+        scores = self.scorer.score(analyze(query).text, [h.chunk.index_text for h in hits])
         order = sorted(range(len(hits)), key=lambda i: (-float(scores[i]), i))
         out: list[Hit] = []
         for rank, i in enumerate(order, 1):
@@ -132,9 +135,7 @@ class CrossEncoderReranker:
         return out
 
 
-def make_cross_encoder(model: str | None = None, **_: Any) -> CrossEncoderReranker:
-    if not model:
-        model = os.environ.get("CITELINE_CROSS_ENCODER")
+def cross_encoder_factory(context: BuildContext | None, model: str | None) -> CrossEncoderReranker:
     if not model:
         raise ConfigError(
             "The cross-encoder reranker needs a model: 'cross-encoder:/path/to/folder' (model.onnx + "

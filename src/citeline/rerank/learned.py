@@ -35,14 +35,18 @@ import re
 from collections import OrderedDict
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Protocol, cast
 
 import numpy as np
 import numpy.typing as npt
 
 from citeline.errors import ConfigError
 from citeline.models import Hit, StageScore
-from citeline.retrieval.bm25 import is_identifier, query_terms
+from citeline.retrieval.bm25 import is_identifier
+from citeline.retrieval.query import Query, analyze
+
+if TYPE_CHECKING:
+    from citeline.registry import BuildContext
 
 FEATURES: tuple[str, ...] = ("rrf", "doc_rrf", "bm25", "dense", "coverage", "title", "exact", "maxsim")
 
@@ -120,7 +124,7 @@ def maxsim_scores(query: str, texts: Sequence[str], cache: TokenCache) -> npt.ND
 
 
 def feature_matrix(
-    query: str, hits: Sequence[Hit], rrf_k: int = 60, tokens: TokenCache | None = None
+    query: Query | str, hits: Sequence[Hit], rrf_k: int = 60, tokens: TokenCache | None = None
 ) -> npt.NDArray[np.float64]:
     """(len(hits), len(FEATURES)) features of each hit for this query (maxsim only with ``tokens``)."""
     n = len(hits)
@@ -166,7 +170,8 @@ def feature_matrix(
             (h.stages["dense"].score if "dense" in h.stages else low_cos - 0.05) - top_cos for h in hits
         ]
 
-    terms = query_terms(query)
+    query = analyze(query)
+    terms = list(query.terms)
     if terms:
         chunk_stems = [_stems(h.chunk.index_text) for h in hits]
         title_stems = [_stems(h.title) for h in hits]
@@ -186,7 +191,7 @@ def feature_matrix(
                 sum(t in h.chunk.index_text.lower() for t in identifiers) / len(identifiers) for h in hits
             ]
     if tokens is not None:
-        sims = maxsim_scores(query, [h.chunk.index_text for h in hits], tokens)
+        sims = maxsim_scores(query.text, [h.chunk.index_text for h in hits], tokens)
         out[:, col["maxsim"]] = sims - sims.max()
     return out
 
@@ -217,11 +222,11 @@ class LearnedReranker:
                 )
             self.tokens = TokenCache(encoder)
 
-    def scores(self, query: str, hits: Sequence[Hit]) -> npt.NDArray[np.float64]:
+    def scores(self, query: Query | str, hits: Sequence[Hit]) -> npt.NDArray[np.float64]:
         matrix = feature_matrix(query, hits, self.rrf_k, self.tokens)
         return np.asarray(matrix @ self.weights, dtype=np.float64)
 
-    def rerank(self, query: str, hits: Sequence[Hit]) -> list[Hit]:
+    def rerank(self, query: Query | str, hits: Sequence[Hit]) -> list[Hit]:
         if not hits:
             return []
         scores = self.scores(query, hits)
@@ -236,20 +241,18 @@ class LearnedReranker:
         ]
 
 
-def make_learned(
-    settings: Any = None, weights: Mapping[str, float] | None = None, **_: Any
-) -> LearnedReranker:
-    rrf_k = int(getattr(settings, "rrf_k", 60)) if settings is not None else 60
-    return LearnedReranker(weights, rrf_k=rrf_k)
+def learned_factory(context: BuildContext | None, argument: str | None) -> LearnedReranker:
+    return LearnedReranker(rrf_k=context.settings.rrf_k if context is not None else 60)
 
 
-def make_late_interaction(
-    embedder: Any = None, settings: Any = None, weights: Mapping[str, float] | None = None, **_: Any
-) -> LearnedReranker:
-    rrf_k = int(getattr(settings, "rrf_k", 60)) if settings is not None else 60
+def late_interaction_factory(context: BuildContext | None, argument: str | None) -> LearnedReranker:
+    if context is None:
+        raise ConfigError(
+            "The late-interaction reranker needs the index's embedder (build it from settings)."
+        )
     return LearnedReranker(
-        LATE_INTERACTION_WEIGHTS if weights is None else weights,
+        LATE_INTERACTION_WEIGHTS,
         name="late-interaction",
-        rrf_k=rrf_k,
-        encoder=embedder,
+        rrf_k=context.settings.rrf_k,
+        encoder=cast("TokenEncoder", context.embedder),  # token vectors are checked in __init__
     )

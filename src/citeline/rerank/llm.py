@@ -1,6 +1,6 @@
 """LLM as reranker (listwise): one prompt lists the passages, the model answers with their order.
 
-The model is any ``complete(prompt) -> text`` callable, so every generator backend can serve.
+The model is any ChatModel (citeline.answer.chat), so every LLM generator backend can serve.
 The answer is parsed leniently: passage numbers in the order they first appear ("[3] > [1]",
 "3, 1, 2", one per line...). Passages the model leaves out keep their incoming order after the
 ones it ranked; an answer with no usable number leaves the order unchanged.
@@ -9,14 +9,16 @@ ones it ranked; an answer with no usable number leaves the order unchanged.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import replace
-from typing import Any
+from typing import TYPE_CHECKING
 
-from citeline.errors import ConfigError
+from citeline.answer.chat import ChatModel, user
 from citeline.models import Hit, StageScore
+from citeline.retrieval.query import Query, analyze
 
-Complete = Callable[[str], str]
+if TYPE_CHECKING:
+    from citeline.registry import BuildContext
 
 _NUMBER = re.compile(r"\d+")
 
@@ -46,19 +48,18 @@ def parse_ranking(text: str, n: int) -> list[int]:
 
 
 class LlmReranker:
-    def __init__(
-        self, complete: Complete, *, max_passages: int = 20, max_chars: int = 800, name: str = "llm"
-    ):
-        self.complete = complete
+    def __init__(self, model: ChatModel, *, max_passages: int = 20, max_chars: int = 800, name: str = "llm"):
+        self.model = model
         self.max_passages = max_passages
         self.max_chars = max_chars
         self.name = name
 
-    def rerank(self, query: str, hits: Sequence[Hit]) -> list[Hit]:
+    def rerank(self, query: Query | str, hits: Sequence[Hit]) -> list[Hit]:
         head, tail = list(hits[: self.max_passages]), list(hits[self.max_passages :])
         if not head:
             return []
-        answer = self.complete(build_prompt(query, [h.chunk.index_text for h in head], self.max_chars))
+        prompt = build_prompt(analyze(query).text, [h.chunk.index_text for h in head], self.max_chars)
+        answer = self.model.complete(user(prompt), max_tokens=8 * len(head))
         named = parse_ranking(answer, len(head))
         order = named + [i for i in range(len(head)) if i not in set(named)]
         out: list[Hit] = []
@@ -69,11 +70,9 @@ class LlmReranker:
         return out
 
 
-def make_llm_reranker(complete: Complete | None = None, **options: Any) -> LlmReranker:
-    if complete is None:
-        raise ConfigError(
-            "The 'llm' reranker needs a model callable: make_reranker('llm', complete=fn) where "
-            "fn(prompt) returns the model's text."
-        )
-    allowed = {k: v for k, v in options.items() if k in ("max_passages", "max_chars")}
-    return LlmReranker(complete, **allowed)
+def llm_reranker_factory(context: BuildContext | None, argument: str | None) -> LlmReranker:
+    from citeline.errors import ConfigError
+
+    if context is None:
+        raise ConfigError("The 'llm' reranker needs a chat model: build it from settings (chat_model).")
+    return LlmReranker(context.chat_model)

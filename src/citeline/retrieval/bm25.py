@@ -3,6 +3,10 @@
 from __future__ import annotations
 
 import re
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from citeline.retrieval.query import Query
 
 # Identifiers such as LDG-4012, sync.batch_size or v2.1.0 are kept whole (matched as phrases).
 _TERM = re.compile(r"\w+(?:[-_./:]\w+)*", re.UNICODE)
@@ -46,12 +50,13 @@ def is_identifier(term: str) -> bool:
     return any(ch.isdigit() for ch in term) or bool(re.search(r"[-_./:]", term))
 
 
-def fts_match_expression(query: str, max_terms: int = 32) -> str | None:
+def fts_match_expression(query: Query | str, max_terms: int = 32) -> str | None:
     """An OR of quoted terms (phrases for compound identifiers); None if nothing is searchable."""
-    terms = query_terms(query)[:max_terms]
+    text = query if isinstance(query, str) else query.text
+    terms = list(query_terms(text) if isinstance(query, str) else query.terms)[:max_terms]
     if not terms:
         # A question made only of stopwords still deserves an answer attempt.
-        terms = [m.group(0) for m in _TERM.finditer(query.lower())][:max_terms]
+        terms = [m.group(0) for m in _TERM.finditer(text.lower())][:max_terms]
     if not terms:
         return None
     return " OR ".join('"' + t.replace('"', '""') + '"' for t in terms)

@@ -12,10 +12,11 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from citeline.embedding.base import Embedder
-from citeline.index.sqlite import SqliteStore
+from citeline.index.base import Store
 from citeline.models import Hit, StageScore
 from citeline.retrieval.filters import Filter
 from citeline.retrieval.fusion import convex_combination, reciprocal_rank_fusion
+from citeline.retrieval.query import Query, analyze
 from citeline.retrieval.rewrite import Expansion, QueryExpander
 
 
@@ -23,7 +24,7 @@ from citeline.retrieval.rewrite import Expansion, QueryExpander
 class Retrieval:
     """Everything one retrieval produced, kept for traces and evaluation."""
 
-    query: str
+    query: Query
     hits: list[Hit]
     lexical: list[tuple[str, float]]
     dense: list[tuple[str, float]]
@@ -33,15 +34,15 @@ class Retrieval:
 
 
 class HybridRetriever:
-    def __init__(self, store: SqliteStore, embedder: Embedder, expander: QueryExpander | None = None) -> None:
+    def __init__(self, store: Store, embedder: Embedder, expander: QueryExpander | None = None) -> None:
         self.store = store
         self.embedder = embedder
         self.expander = expander
 
     def retrieve(
         self,
-        query: str,
-        flt: Filter | None = None,
+        query: Query | str,
+        flt: Filter,
         k: int = 30,
         fusion: str = "rrf",
         rrf_k: int = 60,
@@ -49,16 +50,16 @@ class HybridRetriever:
         stages: tuple[str, ...] = ("bm25", "dense"),
         expansion: Expansion | None = None,
     ) -> Retrieval:
-        flt = flt or Filter()
+        query = analyze(query)
         timings: dict[str, float] = {}
         if expansion is None and self.expander is not None:
             t = time.perf_counter()
-            expansion = self.expander.expand(query)
+            expansion = self.expander.expand(query.text)
             timings["expand_query"] = (time.perf_counter() - t) * 1000
         expansion = expansion if expansion is not None and not expansion.is_empty else None
         extra = [*expansion.queries, *([expansion.passage] if expansion.passage else [])] if expansion else []
         t = time.perf_counter()
-        vectors = self.embedder.embed([query, *extra])
+        vectors = self.embedder.embed([query.text, *extra])
         vector = vectors[0]
         timings["embed_query"] = (time.perf_counter() - t) * 1000
         t = time.perf_counter()

@@ -13,16 +13,12 @@ in ``benchmarks/bench_query_expansion.py``.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
 from dataclasses import dataclass
 
+from citeline.answer.chat import ChatModel, user
 from citeline.errors import ConfigError
 from citeline.retrieval.bm25 import is_identifier, query_terms
-
-#: messages, max_tokens -> the model's text (every LLM generator's ``complete``)
-Complete = Callable[..., str]
-
-MODES = ("none", "multi", "hyde", "multi+hyde")
+from citeline.settings import EXPANSION_MODES as MODES
 
 MULTI_PROMPT = """Write {n} different search queries that would find documents answering the question below.
 Use other words and synonyms than the question does; spell out abbreviations. One query per line, no numbering.
@@ -76,10 +72,10 @@ class Expansion:
 
 
 class QueryExpander:
-    def __init__(self, complete: Complete, mode: str, n_queries: int = 3, passage_tokens: int = 160) -> None:
+    def __init__(self, model: ChatModel, mode: str, n_queries: int = 3, passage_tokens: int = 160) -> None:
         if mode not in MODES:
             raise ConfigError(f"query_expansion must be one of {', '.join(MODES)}, not '{mode}'.")
-        self.complete = complete
+        self.model = model
         self.mode = mode
         self.n_queries = n_queries
         self.passage_tokens = passage_tokens
@@ -89,10 +85,10 @@ class QueryExpander:
         passage = ""
         if "multi" in self.mode:
             prompt = MULTI_PROMPT.format(n=self.n_queries, question=question)
-            reply = self.complete([{"role": "user", "content": prompt}], max_tokens=40 * self.n_queries)
+            reply = self.model.complete(user(prompt), max_tokens=40 * self.n_queries)
             queries = parse_rewrites(reply, question, self.n_queries)
         if "hyde" in self.mode and is_vague(question):
             prompt = HYDE_PROMPT.format(question=question)
-            reply = self.complete([{"role": "user", "content": prompt}], max_tokens=self.passage_tokens)
+            reply = self.model.complete(user(prompt), max_tokens=self.passage_tokens)
             passage = " ".join(reply.split())
         return Expansion(tuple(queries), passage)

@@ -1,22 +1,27 @@
 """Generator using Anthropic's Messages API through the official ``anthropic`` client.
 
 The model writes free text with ``[n]`` markers, parsed by :mod:`citeline.answer.citations`
-(invented numbers are dropped and recorded). Configuration: ``model`` or
-``CITELINE_ANTHROPIC_MODEL``; the key from ``api_key`` or ``ANTHROPIC_API_KEY``; ``base_url`` or
-``CITELINE_ANTHROPIC_BASE_URL`` for a compatible endpoint. ``temperature`` is sent only when
+(invented numbers are dropped and recorded). Configuration: the ``generator_model`` setting (or
+``anthropic:MODEL``), ``generator_base_url`` for a compatible endpoint; the SDK reads
+``ANTHROPIC_API_KEY`` itself. ``temperature`` is sent only when
 given (recent Messages API versions no longer take it for every model).
 """
 
 from __future__ import annotations
 
-import os
 from collections.abc import Iterator, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from citeline.answer import prompt as contract
+from citeline.answer.chat import Message
 from citeline.answer.citations import StreamingCitationFilter
 from citeline.errors import GeneratorError, MissingExtraError
 from citeline.models import REFUSAL, Draft, Passage
+from citeline.retrieval.query import Query
+from citeline.settings import Settings
+
+if TYPE_CHECKING:
+    from citeline.registry import BuildContext
 
 DEFAULT_MODEL = "claude-haiku-4-5"
 
@@ -47,8 +52,8 @@ class AnthropicGenerator:
         max_retries: int = 2,
         client: Any = None,
     ) -> None:
-        self.model = model or os.environ.get("CITELINE_ANTHROPIC_MODEL") or DEFAULT_MODEL
-        self.base_url = base_url or os.environ.get("CITELINE_ANTHROPIC_BASE_URL") or None
+        self.model = model or DEFAULT_MODEL
+        self.base_url = base_url or None
         self.max_tokens = max_tokens
         self.temperature = temperature
         #: prompt budget in tokens
@@ -57,14 +62,16 @@ class AnthropicGenerator:
             self._client = client
             return
         anthropic = _import_anthropic()
-        key = api_key or os.environ.get("ANTHROPIC_API_KEY")
-        if not key:
-            raise GeneratorError("The anthropic generator needs an API key: set ANTHROPIC_API_KEY.")
-        self._client = anthropic.Anthropic(
-            api_key=key, base_url=self.base_url, timeout=timeout, max_retries=max_retries
+        self._client = anthropic.Anthropic(  # the SDK reads ANTHROPIC_API_KEY when no key is passed
+            api_key=api_key, base_url=self.base_url, timeout=timeout, max_retries=max_retries
         )
+        if (
+            getattr(self._client, "api_key", None) is None
+            and getattr(self._client, "auth_token", None) is None
+        ):
+            raise GeneratorError("The anthropic generator needs an API key: set ANTHROPIC_API_KEY.")
 
-    def _kwargs(self, question: str, passages: Sequence[Passage]) -> dict[str, Any]:
+    def _kwargs(self, question: Query | str, passages: Sequence[Passage]) -> dict[str, Any]:
         system, user = contract.build_messages(question, passages, structured=False)
         kwargs: dict[str, Any] = {
             "model": self.model,
@@ -79,7 +86,7 @@ class AnthropicGenerator:
     def _fail(self, exc: Exception) -> GeneratorError:
         return GeneratorError(f"The anthropic generator failed (model {self.model}): {exc}")
 
-    def generate(self, question: str, passages: Sequence[Passage]) -> Draft:
+    def generate(self, question: Query | str, passages: Sequence[Passage]) -> Draft:
         if not passages:
             return Draft(sentences=(), refused=True, raw="")
         anthropic = _import_anthropic()
@@ -100,7 +107,30 @@ class AnthropicGenerator:
             completion_tokens=int(getattr(usage, "output_tokens", 0) or 0),
         )
 
-    def stream(self, question: str, passages: Sequence[Passage]) -> Iterator[str]:
+    def complete(self, messages: Sequence[Message], max_tokens: int = 256) -> str:
+        """ChatModel: a plain completion (the LLM judge, the LLM reranker, query expansion)."""
+        anthropic = _import_anthropic()
+        system = "\n\n".join(m["content"] for m in messages if m["role"] == "system")
+        kwargs: dict[str, Any] = {
+            "model": self.model,
+            "max_tokens": max_tokens,
+            "messages": [
+                {"role": m["role"], "content": m["content"]} for m in messages if m["role"] != "system"
+            ],
+        }
+        if system:
+            kwargs["system"] = system
+        try:
+            message = self._client.messages.create(**kwargs)
+        except anthropic.AnthropicError as exc:
+            raise self._fail(exc) from exc
+        return "".join(
+            getattr(block, "text", "")
+            for block in getattr(message, "content", None) or []
+            if getattr(block, "type", None) == "text"
+        )
+
+    def stream(self, question: Query | str, passages: Sequence[Passage]) -> Iterator[str]:
         """Yield answer text as it arrives; never half a ``[n]`` marker, never an invalid number."""
         if not passages:
             yield REFUSAL
@@ -118,3 +148,11 @@ class AnthropicGenerator:
         rest = filt.flush()
         if rest:
             yield rest
+
+
+def anthropic_factory(context: BuildContext | None, argument: str | None) -> AnthropicGenerator:
+    """``anthropic`` or ``anthropic:MODEL``."""
+    settings = context.settings if context is not None else Settings()
+    return AnthropicGenerator(
+        argument or settings.generator_model or None, base_url=settings.generator_base_url or None
+    )

@@ -1,4 +1,4 @@
-"""The generator contract: a question and numbered passages in, a Draft out."""
+"""The generator contract: the analysed question and numbered passages in, a Draft out."""
 
 from __future__ import annotations
 
@@ -6,6 +6,7 @@ from collections.abc import Iterator, Sequence
 from typing import Protocol
 
 from citeline.models import Draft, Passage
+from citeline.retrieval.query import Query
 
 
 class Generator(Protocol):
@@ -13,8 +14,8 @@ class Generator(Protocol):
     #: how many tokens of context this generator can take (prompt budget)
     context_tokens: int
 
-    def generate(self, question: str, passages: Sequence[Passage]) -> Draft: ...
+    def generate(self, question: Query | str, passages: Sequence[Passage]) -> Draft: ...
 
-    def stream(self, question: str, passages: Sequence[Passage]) -> Iterator[str]:
+    def stream(self, question: Query | str, passages: Sequence[Passage]) -> Iterator[str]:
         """Yield answer text as it is produced; never a half-written [n] marker."""
         ...

@@ -22,13 +22,19 @@ import threading
 import time
 from collections.abc import Iterator, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from citeline.answer import prompt as contract
+from citeline.answer.chat import Message
 from citeline.answer.citations import StreamingCitationFilter
 from citeline.answer.generators import local_models
 from citeline.errors import GeneratorError, MissingExtraError
 from citeline.models import REFUSAL, Draft, Passage
+from citeline.retrieval.query import Query
+from citeline.settings import Settings
+
+if TYPE_CHECKING:
+    from citeline.registry import BuildContext
 
 
 def _import_xllamacpp() -> Any:
@@ -46,10 +52,7 @@ def _import_xllamacpp() -> Any:
 
 
 def available_cpus() -> int:
-    """CPUs this process may run on; ``CITELINE_LLM_THREADS`` overrides it for the model."""
-    override = os.environ.get("CITELINE_LLM_THREADS", "").strip()
-    if override.isdigit() and int(override) > 0:
-        return int(override)
+    """CPUs this process may run on (the ``llm_threads`` setting overrides it for the model)."""
     try:
         return max(1, len(os.sched_getaffinity(0)))
     except AttributeError:  # not on Linux
@@ -78,6 +81,7 @@ class LlamaCppGenerator:
         seed: int = 42,
         structured: bool = True,
         verbosity: int = 0,
+        model_cache: Path | None = None,
     ) -> None:
         _import_xllamacpp()  # fail now, with the install hint, rather than at the first question
         self.model = model
@@ -89,6 +93,7 @@ class LlamaCppGenerator:
         self.seed = seed
         self.structured = structured
         self.verbosity = verbosity
+        self.model_cache = model_cache
         #: prompt budget: the context minus room for the answer
         self.context_tokens = max(256, n_ctx - max_tokens)
         #: seconds the last load took (0 until loaded)
@@ -113,7 +118,7 @@ class LlamaCppGenerator:
             if self._server is not None:
                 return
             xllamacpp = _import_xllamacpp()
-            path = self.model_path or local_models.model_path(self.model)
+            path = self.model_path or local_models.model_path(self.model, self.model_cache)
             if not Path(path).is_file():
                 raise GeneratorError(f"Model file {path} does not exist.")
             self._socket_dir = tempfile.TemporaryDirectory(prefix="citeline-llm-")
@@ -164,7 +169,7 @@ class LlamaCppGenerator:
 
     # ------------------------------------------------------------------ requests
 
-    def _request(self, question: str, passages: Sequence[Passage], stream: bool) -> dict[str, Any]:
+    def _request(self, question: Query | str, passages: Sequence[Passage], stream: bool) -> dict[str, Any]:
         body: dict[str, Any] = {
             "messages": contract.build_messages(question, passages, structured=self.structured),
             "temperature": self.temperature,
@@ -178,17 +183,22 @@ class LlamaCppGenerator:
             body["stream_options"] = {"include_usage": True}
         return body
 
-    def complete(self, messages: list[dict[str, str]], max_tokens: int = 16) -> str:
-        """A short plain completion (used by the LLM-judge verifier and the LLM reranker)."""
+    def complete(self, messages: Sequence[Message], max_tokens: int = 256) -> str:
+        """ChatModel: a plain completion (the LLM judge, the LLM reranker, query expansion)."""
         server = self._ensure_loaded()
-        body = {"messages": messages, "temperature": 0.0, "seed": self.seed, "max_tokens": max_tokens}
+        body = {
+            "messages": [dict(m) for m in messages],
+            "temperature": 0.0,
+            "seed": self.seed,
+            "max_tokens": max_tokens,
+        }
         result = server.handle_chat_completions(body)
         try:
             return str(result["choices"][0]["message"].get("content") or "")
         except (KeyError, IndexError, TypeError, AttributeError) as exc:
             raise GeneratorError(f"Unexpected reply from the local model: {result!r:.300}") from exc
 
-    def generate(self, question: str, passages: Sequence[Passage]) -> Draft:
+    def generate(self, question: Query | str, passages: Sequence[Passage]) -> Draft:
         if not passages:
             return Draft(sentences=(), refused=True, raw="")
         server = self._ensure_loaded()
@@ -249,7 +259,7 @@ class LlamaCppGenerator:
             stop.set()
             worker.join()
 
-    def stream(self, question: str, passages: Sequence[Passage]) -> Iterator[str]:
+    def stream(self, question: Query | str, passages: Sequence[Passage]) -> Iterator[str]:
         """Yield the answer text as it is produced; never half a ``[n]`` marker.
 
         With structured output, each sentence is yielded (as ``text [n].``) once its JSON object
@@ -270,3 +280,17 @@ class LlamaCppGenerator:
         rest = filt.flush()
         if rest:
             yield rest
+
+
+def llamacpp_factory(context: BuildContext | None, argument: str | None) -> LlamaCppGenerator:
+    """``llamacpp`` or ``llamacpp:MODEL``: a packaged model name (0.5b, 1.5b) or a .gguf path;
+    without an argument, the ``generator_model`` setting, else the packaged 0.5B."""
+    settings = context.settings if context is not None else Settings()
+    model = argument or settings.generator_model or local_models.DEFAULT_MODEL
+    options: dict[str, Any] = {
+        "n_threads": settings.llm_threads or None,
+        "model_cache": local_models.cache_dir(settings),
+    }
+    if model.endswith(".gguf"):
+        return LlamaCppGenerator(model_path=Path(model).expanduser(), **options)
+    return LlamaCppGenerator(model, **options)

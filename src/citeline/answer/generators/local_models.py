@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from citeline.errors import GeneratorError
+from citeline.settings import Settings, cache_root, load_settings
 
 _CHUNK = 4 * 1024 * 1024
 
@@ -77,9 +78,12 @@ def resolve(name: str) -> LocalModel:
         raise GeneratorError(f"Unknown local model '{name}'. Choose one of: {known}.") from None
 
 
-def cache_dir() -> Path:
-    env = os.environ.get("CITELINE_MODEL_CACHE")
-    return Path(env).expanduser() if env else Path.home() / ".cache" / "citeline" / "models"
+def cache_dir(settings: Settings | None = None) -> Path:
+    """Where assembled model files live: ``model_cache``, else CACHE/models (see settings)."""
+    settings = settings or load_settings()
+    if settings.model_cache:
+        return Path(settings.model_cache).expanduser()
+    return cache_root(settings) / "models"
 
 
 def part_paths(model: LocalModel) -> list[Path]:

@@ -1,7 +1,7 @@
 """Generator for any OpenAI-compatible chat completions endpoint (OpenAI, vLLM, llama.cpp server...).
 
-Configuration comes from the arguments or the environment: ``CITELINE_OPENAI_BASE_URL`` (default:
-OpenAI's API), ``CITELINE_OPENAI_MODEL`` and ``OPENAI_API_KEY``. With ``structured=True`` (the
+Configuration comes from the settings ``generator_base_url`` (default: OpenAI's API) and
+``generator_model``; the SDK reads ``OPENAI_API_KEY`` itself. With ``structured=True`` (the
 default) the reply is constrained by ``response_format={"type": "json_schema", ...}`` to
 :func:`~citeline.answer.prompt.answer_schema`; otherwise the model writes free text with ``[n]``
 markers. Sampling uses temperature 0 and a fixed seed.
@@ -9,14 +9,19 @@ markers. Sampling uses temperature 0 and a fixed seed.
 
 from __future__ import annotations
 
-import os
 from collections.abc import Iterator, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from citeline.answer import prompt as contract
+from citeline.answer.chat import Message
 from citeline.answer.citations import StreamingCitationFilter
 from citeline.errors import GeneratorError, MissingExtraError
 from citeline.models import REFUSAL, Draft, Passage
+from citeline.retrieval.query import Query
+from citeline.settings import Settings
+
+if TYPE_CHECKING:
+    from citeline.registry import BuildContext
 
 DEFAULT_MODEL = "gpt-4o-mini"
 
@@ -50,8 +55,8 @@ class OpenAIGenerator:
         extra_body: dict[str, Any] | None = None,
         client: Any = None,
     ) -> None:
-        self.model = model or os.environ.get("CITELINE_OPENAI_MODEL") or DEFAULT_MODEL
-        self.base_url = base_url or os.environ.get("CITELINE_OPENAI_BASE_URL") or None
+        self.model = model or DEFAULT_MODEL
+        self.base_url = base_url or None
         self.structured = structured
         self.temperature = temperature
         self.seed = seed
@@ -63,18 +68,18 @@ class OpenAIGenerator:
             self._client = client
             return
         openai = _import_openai()
-        key = api_key or os.environ.get("OPENAI_API_KEY")
-        if not key:
+        try:  # the SDK reads OPENAI_API_KEY itself when no key is passed
+            self._client = openai.OpenAI(
+                api_key=api_key, base_url=self.base_url, timeout=timeout, max_retries=max_retries
+            )
+        except openai.OpenAIError as exc:
             where = f" at {self.base_url}" if self.base_url else ""
             raise GeneratorError(
                 f"The openai generator needs an API key for the endpoint{where}: set OPENAI_API_KEY "
                 "(any non-empty value for a local server that does not check keys)."
-            )
-        self._client = openai.OpenAI(
-            api_key=key, base_url=self.base_url, timeout=timeout, max_retries=max_retries
-        )
+            ) from exc
 
-    def _kwargs(self, question: str, passages: Sequence[Passage], stream: bool) -> dict[str, Any]:
+    def _kwargs(self, question: Query | str, passages: Sequence[Passage], stream: bool) -> dict[str, Any]:
         kwargs: dict[str, Any] = {
             "model": self.model,
             "messages": contract.build_messages(question, passages, structured=self.structured),
@@ -96,7 +101,7 @@ class OpenAIGenerator:
         where = self.base_url or "the OpenAI API"
         return GeneratorError(f"The openai generator failed calling {where} (model {self.model}): {exc}")
 
-    def generate(self, question: str, passages: Sequence[Passage]) -> Draft:
+    def generate(self, question: Query | str, passages: Sequence[Passage]) -> Draft:
         if not passages:
             return Draft(sentences=(), refused=True, raw="")
         openai = _import_openai()
@@ -119,12 +124,12 @@ class OpenAIGenerator:
             return contract.parse_structured(content, len(passages), **tokens)
         return contract.parse_free_text(content, len(passages), **tokens)
 
-    def complete(self, messages: list[dict[str, str]], max_tokens: int = 16) -> str:
-        """A short plain completion (used by the LLM-judge verifier and the LLM reranker)."""
+    def complete(self, messages: Sequence[Message], max_tokens: int = 256) -> str:
+        """ChatModel: a plain completion (the LLM judge, the LLM reranker, query expansion)."""
         openai = _import_openai()
         kwargs: dict[str, Any] = {
             "model": self.model,
-            "messages": messages,
+            "messages": [dict(m) for m in messages],
             "temperature": 0.0,
             "max_tokens": max_tokens,
         }
@@ -136,7 +141,7 @@ class OpenAIGenerator:
         except openai.OpenAIError as exc:
             raise self._fail(exc) from exc
 
-    def _deltas(self, question: str, passages: Sequence[Passage]) -> Iterator[str]:
+    def _deltas(self, question: Query | str, passages: Sequence[Passage]) -> Iterator[str]:
         openai = _import_openai()
         try:
             events = self._client.chat.completions.create(**self._kwargs(question, passages, True))
@@ -153,7 +158,7 @@ class OpenAIGenerator:
         except openai.OpenAIError as exc:
             raise self._fail(exc) from exc
 
-    def stream(self, question: str, passages: Sequence[Passage]) -> Iterator[str]:
+    def stream(self, question: Query | str, passages: Sequence[Passage]) -> Iterator[str]:
         """Yield answer text as it arrives; never half a ``[n]`` marker, never an invalid number.
 
         Structured replies are yielded sentence by sentence (``text [n].``), and their concatenation
@@ -173,3 +178,11 @@ class OpenAIGenerator:
         rest = filt.flush()
         if rest:
             yield rest
+
+
+def openai_factory(context: BuildContext | None, argument: str | None) -> OpenAIGenerator:
+    """``openai`` or ``openai:MODEL``; the endpoint is ``generator_base_url`` (else OpenAI's)."""
+    settings = context.settings if context is not None else Settings()
+    return OpenAIGenerator(
+        argument or settings.generator_model or None, base_url=settings.generator_base_url or None
+    )

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from citeline.retrieval.filters import Filter
+from citeline.retrieval.filters import Filter, Principal
 
 if TYPE_CHECKING:
     from citeline.kb import KnowledgeBase
@@ -109,7 +109,7 @@ class DocumentResolver:
     def __init__(self, kb: KnowledgeBase, docs_root: str | Path | None = None) -> None:
         self.kb = kb
         self.docs_root = Path(docs_root).resolve() if docs_root is not None else None
-        self.docs = kb.store.documents()
+        self.docs = kb.store.documents(Filter.admin())
         self.by_source = {d.source: d for d in self.docs}
         self.by_path = {str(d.metadata.get("path", "")): d for d in self.docs}
         self._texts: dict[str, str] = {}
@@ -145,9 +145,11 @@ class DocumentResolver:
                 rel = str(path.relative_to(folder))
                 if d.source.endswith(rel):
                     prefix = d.source[: len(d.source) - len(rel)]
-                    return Filter(source_prefix=prefix), ""
+                    return Filter(principal=Principal.local_admin(), source_prefix=prefix), ""
         # Nothing indexed there: the folder's own prefix matches no document, so the question sees nothing.
-        return Filter(source_prefix=str(folder) + os.sep), f"scope {scope!r} holds no indexed document"
+        return Filter(
+            principal=Principal.local_admin(), source_prefix=str(folder) + os.sep
+        ), f"scope {scope!r} holds no indexed document"
 
     def resolve(self, evidence: Mapping[str, Any]) -> GoldEvidence:
         source, page, quote = evidence["source"], evidence.get("page"), evidence.get("quote")

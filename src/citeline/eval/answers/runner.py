@@ -15,6 +15,7 @@ from citeline.eval.answers.row import QuestionRow
 from citeline.eval.answers.scoring import Observation, Retrieved, score_question
 from citeline.eval.answers.summary import summarize
 from citeline.models import Answer
+from citeline.retrieval.filters import Filter
 
 if TYPE_CHECKING:
     from citeline.answer.verify import Verifier
@@ -30,7 +31,7 @@ def _retrieved(
     for h in items:
         doc_id = ids.get(h["source"])
         if doc_id is None:
-            doc = kb.store.get_document(h["source"])
+            doc = kb.store.find_document(h["source"])
             doc_id = doc.id if doc else h["source"]
         out.append(Retrieved(doc_id, h["source"], int(h["start"]), int(h["end"])))
     return out
@@ -71,7 +72,8 @@ def evaluate_answers(
     rows_in = [validate_row(r) for r in golden_rows]
     resolver = DocumentResolver(kb, docs_root)
     ids = {d.source: d.id for d in resolver.docs}
-    verifier_name = str(getattr(kb.verifier, "name", type(kb.verifier).__name__))
+    verifier = kb.components.verifier
+    verifier_name = str(getattr(verifier, "name", type(verifier).__name__))
     judge_name = None if judge is None else str(getattr(judge, "name", type(judge).__name__))
     scored: list[QuestionRow] = []
     scope_warnings: list[str] = []
@@ -83,7 +85,7 @@ def evaluate_answers(
             scope_warnings.append(f"{g['id']}: {scope_note}")
         started = time.perf_counter()
         try:
-            answer = kb.ask(g["question"], flt)
+            answer = kb.ask(g["question"], flt=flt or Filter.admin())
         except CitelineError as exc:
             latency = (time.perf_counter() - started) * 1000
             scored.append(score_question(Observation(g, None, gold, latency_ms=latency, error=str(exc)), k))
@@ -92,14 +94,14 @@ def evaluate_answers(
         generator_name = answer.generator
         trace = kb.trace(answer.trace_id) if answer.trace_id else None
         if trace is not None:
-            candidates = _retrieved(kb, trace["candidates"]["fused"], ids)
-            context = _retrieved(kb, trace["context"], ids)
-            tokens = trace.get("tokens")
-            generator_name = trace.get("generator", generator_name)
+            candidates = _retrieved(kb, [h.to_json() for h in trace.candidates.fused], ids)
+            context = _retrieved(kb, [h.to_json() for h in trace.context], ids)
+            tokens = dict(trace.tokens) or None
+            generator_name = trace.generator or generator_name
         else:
-            answerer = kb.answerer()
+            answerer = kb.components.answerer()
             question = answerer.check_question(g["question"])
-            retrieval = kb.retrieve(question, flt)
+            retrieval = kb.retrieve(question, flt=flt or Filter.admin())
             candidates = _hits(retrieval.hits)
             context = _hits(answerer.context(retrieval, {}))
             tokens = None

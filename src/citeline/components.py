@@ -1,0 +1,150 @@
+"""Wiring: the pipeline's components built from one Settings object through the backend registry.
+
+Each component is built on first use (loading a model costs seconds) and shared afterwards.
+Components is also the BuildContext handed to every backend factory, so a backend asks for
+what it needs (the embedder, the chat model, the store) instead of being handed it.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from citeline.answer.chat import ChatModel
+from citeline.errors import ConfigError, EmbedderMismatchError
+from citeline.registry import registry
+from citeline.settings import Settings, is_url
+
+if TYPE_CHECKING:
+    from citeline.answer.answerer import Answerer
+    from citeline.answer.generators.base import Generator
+    from citeline.answer.verify import Verifier
+    from citeline.embedding.base import Embedder
+    from citeline.index.base import Store
+    from citeline.rerank.base import Reranker
+    from citeline.retrieval.hybrid import HybridRetriever
+    from citeline.retrieval.rewrite import QueryExpander
+
+
+def store_spec(location: str) -> str:
+    """The store backend for an index location: a database URL names its scheme, a folder is SQLite."""
+    if is_url(location):
+        scheme = location.split("://", 1)[0].split("+", 1)[0].lower()
+        return f"{'postgresql' if scheme in ('postgres', 'postgresql') else scheme}:{location}"
+    return f"sqlite:{location}"
+
+
+def open_store(location: str, *, create: bool = True, read_only: bool = False) -> Store:
+    store: Store = registry.create("store", store_spec(location), None, create=create, read_only=read_only)
+    return store
+
+
+class Components:
+    def __init__(self, settings: Settings, store: Store, *, embedder: Embedder | None = None) -> None:
+        self._settings = settings
+        self._store = store
+        self._embedder = embedder
+        self._generator: Generator | None = None
+        self._chat_model: ChatModel | None = None
+        self._verifier: Verifier | None = None
+        self._reranker: Reranker | None = None
+        self._expander: QueryExpander | None = None
+        self._injected: Generator | None = None
+
+    @property
+    def settings(self) -> Settings:
+        return self._settings
+
+    @property
+    def store(self) -> Store:
+        return self._store
+
+    @property
+    def embedder(self) -> Embedder:
+        if self._embedder is None:
+            from citeline.embedding import make_embedder
+
+            info = self._store.embedder_info()
+            # The index's own embedder wins; asking for another one explicitly is an error.
+            requested = self._settings.embedder
+            if info is not None and self._settings.origin("embedder") != "default" and requested != info.name:
+                raise EmbedderMismatchError(info.name, requested)
+            embedder = make_embedder(info.name if info is not None else requested)
+            if info is not None or not self._store.read_only:
+                self._store.bind_embedder(embedder.name, embedder.version, embedder.dim)
+            self._embedder = embedder
+        return self._embedder
+
+    @property
+    def generator(self) -> Generator:
+        if self._generator is None:
+            self._generator = registry.create("generator", self._settings.generator, self)
+        return self._generator
+
+    def use_generator(self, generator: Generator) -> None:
+        """Answer with an already built generator (a loaded local model shared by several indexes)."""
+        self._generator = generator
+        self._injected = generator
+        self._chat_model = None
+
+    def with_settings(self, settings: Settings) -> Components:
+        """The same store, embedder and injected generator, other settings (the rest is rebuilt)."""
+        wired = Components(settings, self._store, embedder=self._embedder)
+        if self._injected is not None:
+            wired.use_generator(self._injected)
+        return wired
+
+    @property
+    def chat_model(self) -> ChatModel:
+        """The LLM behind the llm reranker, query expansion and the llm verifier."""
+        if self._chat_model is None:
+            spec = self._settings.chat_model
+            model = self.generator if not spec or spec == self._settings.generator else None
+            if model is None:
+                model = registry.create("generator", spec, self)
+            if not isinstance(model, ChatModel):
+                raise ConfigError(
+                    f"This needs an LLM, and the generator '{self._settings.generator}' is not one: set "
+                    "chat_model (e.g. llamacpp, openai) or use an LLM generator."
+                )
+            self._chat_model = model
+        return self._chat_model
+
+    @property
+    def verifier(self) -> Verifier:
+        if self._verifier is None:
+            self._verifier = registry.create("verifier", self._settings.verifier, self)
+        return self._verifier
+
+    @property
+    def reranker(self) -> Reranker | None:
+        if self._reranker is None and self._settings.reranker != "none":
+            self._reranker = registry.create("reranker", self._settings.reranker, self)
+        return self._reranker
+
+    @property
+    def query_expander(self) -> QueryExpander | None:
+        mode = self._settings.query_expansion
+        if mode == "none":
+            return None
+        if self._expander is None:
+            from citeline.retrieval.rewrite import QueryExpander
+
+            self._expander = QueryExpander(self.chat_model, mode)
+        return self._expander
+
+    def retriever(self) -> HybridRetriever:
+        from citeline.retrieval.hybrid import HybridRetriever
+
+        return HybridRetriever(self._store, self.embedder, self.query_expander)
+
+    def answerer(self) -> Answerer:
+        from citeline.answer.answerer import Answerer
+
+        return Answerer(
+            self._store,
+            self.retriever(),
+            self.generator,
+            self.verifier,
+            self._settings,
+            self.reranker,
+        )

@@ -1,0 +1,119 @@
+"""The question, analysed once: a frozen Query built at the top of `ask`/`search` and passed to
+retrieval, reranking, the refusal guard and the generators, so no stage re-derives what an
+earlier one already knew.
+
+* ``terms``: salient terms in order, lower-cased, stopwords dropped (the keyword side's terms).
+* ``focus``: the asking part of a question that first tells a story ("I am 43 and live in
+  Devon. ... Can I claim X?"): its sentences with a question mark. Names and numbers of the
+  story are circumstances, not the subject, so the refusal guard looks at ``focus_terms``.
+* ``codes``: exact tokens with no paraphrase (LDG-4012, sync_batch, 3.5.0) and versioned names
+  ("windows server 2022"): when no candidate mentions them, the documents do not hold the answer.
+* ``names``: other identifiers, product names and proper nouns (softer evidence).
+* ``years``: years the question names; an answer about another year is wrong.
+* ``weights``: IDF of each term over the documents the asker may read (filled by retrieval).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
+
+import blingfire
+
+from citeline.retrieval.bm25 import STOPWORDS, is_code, is_identifier, query_terms
+
+_NAME = re.compile(r"\b[A-Za-z][\w-]*[A-Z][\w-]*\b|\b[A-Z][a-z][\w-]*\b")
+_YEAR = re.compile(r"\b(?:1[5-9]|20)\d{2}\b")
+# "Version 3.4.0" or "Section 8" name the number, not a product: the number alone is the key.
+_GENERIC_NOUNS = frozenset(
+    "version release section chapter step page part article table figure item rule level phase "
+    "option error code line tier plan stage day week month year room floor building".split()
+)
+_VERSIONED_NAME = re.compile(r"\b([A-Z][\w-]*)\s+(v?\d+(?:\.\d+)*)\b")
+
+
+@dataclass(frozen=True)
+class Query:
+    text: str
+    focus: str
+    terms: tuple[str, ...]
+    focus_terms: tuple[str, ...]
+    codes: tuple[str, ...]
+    names: tuple[str, ...]
+    years: frozenset[str]
+    weights: Mapping[str, float] = field(default_factory=dict, compare=False)
+
+    def with_weights(self, weights: Mapping[str, float]) -> Query:
+        return replace(self, weights=dict(weights))
+
+
+def analyze(question: str | Query) -> Query:
+    """The Query for a question (a Query passes through unchanged)."""
+    if isinstance(question, Query):
+        return question
+    text = " ".join(question.split())
+    asking = focus(text)
+    focus_terms = tuple(query_terms(asking))
+    codes = [t for t in focus_terms if is_code(t)] + versioned_names(asking)
+    names = [t for t in focus_terms if is_identifier(t) and not is_code(t)] + named_terms(asking)
+    return Query(
+        text=text,
+        focus=asking,
+        terms=tuple(query_terms(text)),
+        focus_terms=focus_terms,
+        codes=tuple(dict.fromkeys(codes)),
+        names=tuple(dict.fromkeys(names)),
+        years=frozenset(_YEAR.findall(asking)),
+    )
+
+
+def focus(question: str) -> str:
+    """The asking part of a question that first tells a story: its sentences with a question mark."""
+    if question.count(".") + question.count("?") + question.count("!") <= 1:
+        return question
+    _, offsets = blingfire.text_to_sentences_and_offsets(question)
+    sentences = [question[a:b] for a, b in offsets]
+    asking = [s for s in sentences if s.rstrip().endswith("?")]
+    return " ".join(asking) if asking and len(asking) < len(sentences) else question
+
+
+def named_terms(question: str) -> list[str]:
+    """Product names, acronyms and proper nouns (LDAP, BigQuery, Kafka, macOS), lower-cased.
+
+    The question's first word is skipped (it is capitalised anyway), as are stopwords.
+    """
+    names = []
+    for m in _NAME.finditer(question):
+        word = m.group(0)
+        before = question[: m.start()].rstrip()
+        sentence_start = not before or before.endswith((".", "?", "!", ":", '"'))
+        if sentence_start and not any(c.isupper() for c in word[1:]):
+            continue
+        lowered = word.lower()
+        if lowered not in STOPWORDS and len(lowered) > 1:
+            names.append(lowered)
+    return list(dict.fromkeys(names))
+
+
+def versioned_names(question: str) -> list[str]:
+    """A name followed by its number ("Windows Server 2022", "MySQL 5.7"), lower-cased as a phrase.
+
+    Such a pair names one specific thing: documents about "Server 2019" do not answer it.
+    """
+    return list(
+        dict.fromkeys(
+            f"{m.group(1)} {m.group(2)}".lower()
+            for m in _VERSIONED_NAME.finditer(question)
+            if m.group(1).lower() not in _GENERIC_NOUNS
+        )
+    )
+
+
+def years_in(text: str) -> set[str]:
+    return set(_YEAR.findall(text))
+
+
+def mentions_years(years: frozenset[str] | set[str], text: str) -> bool:
+    """True when ``text`` names every year asked about (or none was asked about)."""
+    return not years or set(years) <= years_in(text)

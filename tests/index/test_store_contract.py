@@ -1,0 +1,219 @@
+"""The Store contract, run against every store backend (the PostgreSQL store joins STORES).
+
+Each test builds its documents, chunks and vectors by hand, so what it checks is the store alone:
+atomic replacement, filters and ACLs applied before ranking, cached vectors, traces, settings and
+access data.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from citeline.components import open_store
+from citeline.errors import EmbedderMismatchError
+from citeline.index.base import ApiKey, Store
+from citeline.index.sqlite import text_hash
+from citeline.models import Chunk, Document, document_id_for
+from citeline.retrieval.filters import PUBLIC, Filter, Principal
+from citeline.trace import Candidates, Check, Trace, TracedHit
+
+STORES = ["sqlite"]
+DIM = 8
+ADMIN = Filter.admin()
+ALICE = Principal(user="alice", groups=("eng",))
+BOB = Principal(user="bob", groups=("finance",))
+
+
+@pytest.fixture(params=STORES)
+def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Store]:
+    location = {"sqlite": str(tmp_path / "index")}[request.param]
+    s = open_store(location)
+    s.bind_embedder("test-embedder", "1", DIM)
+    yield s
+    s.close()
+
+
+def _vector(seed: int) -> np.ndarray:
+    v = np.random.default_rng(seed).standard_normal(DIM).astype(np.float32)
+    return v / np.linalg.norm(v)
+
+
+def put(
+    store: Store,
+    source: str,
+    paragraphs: list[str],
+    *,
+    acl: tuple[str, ...] = (),
+    tags: dict[str, str] | None = None,
+    collection: str = "default",
+    fmt: str = "markdown",
+    seed: int = 0,
+    original: bytes | None = None,
+) -> Document:
+    doc_id = document_id_for(collection, source)
+    text = "\n\n".join(paragraphs)
+    chunks, vectors, pos = [], {}, 0
+    for i, para in enumerate(paragraphs):
+        index_text = f"{source} > {para}"
+        chunks.append(
+            Chunk(
+                f"{doc_id[:12]}-{i:012d}",
+                doc_id,
+                i,
+                pos,
+                pos + len(para),
+                para,
+                index_text,
+                ("H",),
+                "paragraph",
+            )
+        )
+        vectors[text_hash(index_text)] = _vector(seed * 100 + i)
+        pos += len(para) + 2
+    doc = Document(
+        id=doc_id,
+        source=source,
+        title=source,
+        format=fmt,
+        content_hash=f"hash-{source}-{seed}",
+        size=len(text),
+        mtime=1_700_000_000.0 + seed,
+        page_count=None,
+        tags=tags or {},
+        acl=acl,
+        collection=collection,
+    )
+    store.replace_document(doc, text, chunks, vectors, original=original)
+    return doc
+
+
+def test_documents_round_trip_with_text_spans_and_original(store: Store) -> None:
+    doc = put(store, "guides/a.md", ["Alpha first paragraph.", "Alpha second one."], original=b"# raw bytes")
+    got = store.get_document(doc.id)
+    assert got is not None and got.source == "guides/a.md" and got.collection == "default"
+    assert store.find_document("guides/a.md") == got
+    assert store.find_document("guides/a.md", collection="other") is None
+    text = store.document_text(doc.id)
+    chunks = store.chunks(store.document_chunks(doc.id))
+    for chunk, owner in chunks.values():
+        assert text[chunk.start : chunk.end] == chunk.text and owner.id == doc.id
+    assert store.original(doc.id) == b"# raw bytes"
+    assert store.count_documents(ADMIN) == 1 and store.count_chunks(ADMIN) == 2
+
+
+def test_replace_is_whole_and_collections_keep_same_named_files_apart(store: Store) -> None:
+    old = put(store, "a.md", ["one", "two", "three"])
+    old_chunks = set(store.document_chunks(old.id))
+    new = put(store, "a.md", ["only one now"], seed=5)
+    assert new.id == old.id
+    assert not old_chunks & set(store.document_chunks(new.id)) or len(store.document_chunks(new.id)) == 1
+    assert len(store.document_chunks(new.id)) == 1
+    other = put(store, "a.md", ["someone else's a.md"], collection="uploads/bob")
+    assert other.id != new.id and store.count_documents(ADMIN) == 2
+    store.remove_document(new.id)
+    assert store.get_document(new.id) is None and store.count_documents(ADMIN) == 1
+    assert store.document_chunks(new.id) == []
+
+
+def test_acl_and_metadata_filters_apply_before_ranking(store: Store) -> None:
+    put(store, "open.md", ["shared cafeteria menu"], seed=1)
+    put(store, "eng.md", ["eng cafeteria notes"], acl=("group:eng",), seed=2)
+    put(store, "fin.md", ["finance cafeteria budget"], acl=("group:finance",), seed=3, tags={"team": "fin"})
+    put(store, "pub.md", ["public cafeteria hours"], acl=(PUBLIC,), seed=4, fmt="html")
+
+    def visible(flt: Filter) -> set[str]:
+        return {d.source for d in store.documents(flt)}
+
+    assert visible(ADMIN) == {"open.md", "eng.md", "fin.md", "pub.md"}
+    assert visible(Filter(principal=ALICE)) == {"open.md", "eng.md", "pub.md"}
+    assert visible(Filter(principal=BOB)) == {"open.md", "fin.md", "pub.md"}
+    assert visible(Filter(principal=Principal.anonymous())) == {"pub.md"}
+    assert visible(Filter(principal=Principal.local_admin(), tags={"team": "fin"})) == {"fin.md"}
+    assert visible(Filter(principal=Principal.local_admin(), formats=("html",))) == {"pub.md"}
+    assert visible(Filter(principal=BOB, source_prefix="e")) == set()
+    for flt in (Filter(principal=ALICE), Filter(principal=Principal.anonymous())):
+        allowed = {d.id for d in store.documents(flt)}
+        keyword = store.keyword_search("cafeteria", flt, 10)
+        dense = store.vector_search(_vector(300), flt, 10)
+        for chunk_id, _ in keyword + dense:
+            assert store.chunks([chunk_id])[chunk_id][1].id in allowed
+        assert len(keyword) == len(allowed) and len(dense) == len(allowed)
+
+
+def test_a_selective_filter_still_returns_k_results(store: Store) -> None:
+    for i in range(60):
+        put(store, f"bulk/{i}.md", [f"deployment note {i}", f"more text {i}"], seed=10 + i)
+    put(
+        store,
+        "rare/a.md",
+        ["deployment runbook a", "deployment runbook b", "deployment c"],
+        acl=("user:bob",),
+        seed=7,
+    )
+    flt = Filter(principal=BOB, source_prefix="rare/")
+    assert len(store.vector_search(_vector(1), flt, 3)) == 3
+    assert len(store.keyword_search("deployment", flt, 3)) == 3
+
+
+def test_term_weights_count_only_what_the_principal_may_read(store: Store) -> None:
+    put(store, "open.md", ["common words here"], seed=1)
+    put(store, "secret.md", ["zebracorn zebracorn"], acl=("group:finance",), seed=2)
+    for_bob = store.term_weights(["zebracorn"], Filter(principal=BOB))
+    for_alice = store.term_weights(["zebracorn"], Filter(principal=ALICE))
+    assert for_bob["zebracorn"] < for_alice["zebracorn"]  # alice's statistics never saw the word
+
+
+def test_vectors_are_cached_by_text_hash_and_swapped_whole(store: Store) -> None:
+    doc = put(store, "a.md", ["x", "y"])
+    hashes = [text_hash(c.index_text) for c, _ in store.chunks(store.document_chunks(doc.id)).values()]
+    assert set(store.cached_vectors(hashes)) == set(hashes)
+    assert store.cached_vectors(hashes, embedder="other") == {}
+    store.add_vectors("other", {h: _vector(i) for i, h in enumerate(hashes)})
+    store.swap_embedder("other", "2", DIM)
+    info = store.embedder_info()
+    assert info is not None and (info.name, info.version) == ("other", "2")
+    with pytest.raises(EmbedderMismatchError):
+        store.bind_embedder("test-embedder", "1", DIM)
+
+
+def test_traces_belong_to_their_owner(store: Store) -> None:
+    hit = TracedHit("c1", "a.md", "H", 0, 5, 0.5, {"fused": {"score": 0.5, "rank": 1}}, n=1)
+    for i, owner in enumerate(["user:alice", "user:bob", "user:alice"]):
+        trace = Trace(
+            id=f"t{i}",
+            question=f"q{i}",
+            owner=owner,
+            created_at=time.time() + i,
+            candidates=Candidates((("c1", 1.0),), (), (hit,)),
+            context=(hit,),
+            verification=(Check("s", (1,), i != 1, 0.9),),
+            refused=i == 1,
+        )
+        store.save_trace(trace)
+    got = store.get_trace("t0")
+    assert got is not None and got.owner == "user:alice" and got.context == (hit,)
+    assert got.verification[0].supported and got.candidates.bm25 == (("c1", 1.0),)
+    assert [t.id for t in store.list_traces(owner="user:alice")] == ["t2", "t0"]
+    assert [t.id for t in store.list_traces(failed_only=True)] == ["t1"]
+    assert store.get_trace("missing") is None
+
+
+def test_settings_and_access_data_live_in_the_store(store: Store) -> None:
+    store.save_settings({"top_k": 12, "reranker": "learned"})
+    store.save_settings({"top_k": 14}, remove=["reranker"])
+    assert store.stored_settings() == {"top_k": 14}
+    secret = store.secret()
+    assert len(secret) == 32 and store.secret() == secret
+    key = ApiKey(id="k1", user="alice", key_hash="h" * 64, groups=("eng",), role="writer")
+    store.add_api_key(key)
+    found = store.find_api_key("h" * 64)
+    assert found is not None and found.user == "alice" and found.groups == ("eng",) and found.active
+    assert store.revoke_api_key("k1") and not store.revoke_api_key("k1")
+    revoked = store.find_api_key("h" * 64)
+    assert revoked is not None and not revoked.active
+    assert [k.id for k in store.api_keys()] == ["k1"]
