@@ -150,7 +150,9 @@ def test_long_table_split_over_chunks_repeats_its_header() -> None:
     doc = _parse(build_pdf([Page(cells)]))
     assert [k for k, _ in _blocks(doc)] == ["table"]
     assert _rows(_tables(doc)[0]) == [header, *rows]
-    chunker = Chunker(embedder.count_tokens, ChunkingOptions(max_tokens=embedder.max_tokens))
+    chunker = Chunker(
+        embedder.count_tokens, ChunkingOptions(max_tokens=embedder.max_tokens, unstructured="windows")
+    )
     chunks = chunker.chunk(doc, "d" * 24)
     assert len(chunks) > 2
     for c in chunks:
