@@ -12,6 +12,7 @@ from citeline.eval.adapters import (
     evaluate_dataset,
     evidence_markdown,
     rgb,
+    rgb_positive,
     scifact,
     stratified,
 )
@@ -68,6 +69,18 @@ def test_rgb_writes_only_negative_snippets_without_any_answer(tmp_path: Path) ->
         )
     again = rgb(shared_dataset("rgb"), tmp_path / "again", limit=8, seed=13)
     assert [r["id"] for r in again.rows] == [r["id"] for r in data.rows]
+
+
+@pytest.mark.dataset
+def test_rgb_positive_gives_each_question_only_snippets_that_hold_its_answer(tmp_path: Path) -> None:
+    data = rgb_positive(shared_dataset("rgb"), tmp_path, limit=8, seed=13)
+    assert len(data.rows) == 8 and all(r["answerable"] and r["answers"] for r in data.rows)
+    for row in data.rows:
+        validate_row(row)
+        own = list((data.docs_dir / row["scope"]).glob("*.md"))
+        assert own and all(contains_any(f.read_text(encoding="utf-8"), row["answers"]) for f in own)
+        for e in row["evidence"]:
+            assert locate_quote((data.docs_dir / e["source"]).read_text(encoding="utf-8"), e["quote"])
 
 
 @pytest.mark.dataset

@@ -20,7 +20,9 @@ from rich.table import Table
 
 from citeline.errors import CitelineError
 
-DATASETS = ("rgb", "conditionalqa", "scifact")
+DATASETS = ("rgb", "rgb-positive", "conditionalqa", "scifact")
+#: adapters that read another adapter's folder
+DATASET_FOLDERS = {"rgb-positive": "rgb"}
 
 
 def find_dataset(name: str) -> Path | None:
@@ -32,9 +34,10 @@ def find_dataset(name: str) -> Path | None:
     here = Path.cwd().resolve()
     roots += [p / "shared" / "datasets" for p in (here, *here.parents[:3])]
     roots.append(Path(__file__).resolve().parents[3].parent / "shared" / "datasets")
+    folder = DATASET_FOLDERS.get(name, name)
     for root in roots:
-        if (root / name).is_dir():
-            return root / name
+        if (root / folder).is_dir():
+            return root / folder
     return None
 
 
