@@ -37,7 +37,7 @@ import resource
 import sys
 import time
 from collections import Counter, defaultdict
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -683,6 +683,89 @@ def _distinct(candidate: Unit, positives: Sequence[Unit]) -> bool:
     return True
 
 
+def _key_terms(question: str, unit: Unit) -> set[str]:
+    """Identifiers and rare words that the question shares with its answer: a unit of another
+    section naming them might answer too, so it is no safe negative."""
+    ids = {t.lower() for _, t in C.identifiers(question)}
+    shared = C.content_words(question) & C.content_words(unit.text)
+    return {
+        w
+        for w in ids | shared
+        if w not in _GENERIC and len(w) > 2 and (w in ids or not w.isalpha() or len(w) >= 8)
+    }
+
+
+def _mentions_any(unit: Unit, terms: set[str]) -> bool:
+    if not terms:
+        return False
+    words = C.content_words(unit.text) | {t.lower() for _, t in C.identifiers(unit.text)}
+    return bool(words & terms)
+
+
+def reader_pairs(
+    q: str,
+    unit: Unit,
+    corpus: Corpus,
+    rng: random.Random,
+    first_siblings: Sequence[Unit] = (),
+    sibling_ok: Callable[[Unit], bool] = lambda u: True,
+) -> tuple[list[tuple[Unit, int, str]], list[Unit]]:
+    """The pairs of one question: its unit and the windows containing it (positives); siblings of
+    its section, a window of its section without it, units of other sections of its document and
+    of other manuals of its split (negatives). Also returns the leftover units of other sections
+    (for an unanswerable group)."""
+    uid = unit.id
+    pairs: list[tuple[Unit, int, str]] = [(unit, 1, "pos")]
+    windows = corpus.windows_of.get(uid, [])
+    pairs += [(w, 1, "window_pos") for w in windows]
+    positives = [unit, *windows]
+    section = corpus.by_section.get((unit.doc, unit.section), [])
+    others = [u for u in first_siblings if u.id != uid]
+    other_ids = {u.id for u in others}
+    rest = [u for u in section if u.id != uid and u.id not in other_ids]
+    rng.shuffle(others)
+    rng.shuffle(rest)
+    siblings = [u for u in others + rest if _distinct(u, positives) and sibling_ok(u)][:3]
+    pairs += [(u, 0, "same_section") for u in siblings]
+    wneg = [
+        w
+        for w in corpus.windows_by_section.get((unit.doc, unit.section), [])
+        if uid not in w.members
+        and _distinct(w, positives)
+        and all(sibling_ok(corpus.by_id[m]) for m in w.members)
+    ]
+    if wneg:
+        pairs.append((rng.choice(wneg), 0, "same_section_window"))
+    terms = _key_terms(q, unit)
+    same_doc = [u for u in corpus.by_doc.get(unit.doc, []) if u.section != unit.section]
+    rng.shuffle(same_doc)
+    same_doc = [u for u in same_doc[:40] if _distinct(u, positives) and not _mentions_any(u, terms)]
+    pairs += [(u, 0, "same_doc") for u in same_doc[:2]]
+    for _ in range(2):
+        other = corpus.random_other_manual(unit, rng)
+        if other is not None and not _mentions_any(other, terms):
+            pairs.append((other, 0, "other_manual"))
+    return pairs, same_doc[2:]
+
+
+def _unanswerable(
+    q: str, unit: Unit, leftovers: list[Unit], corpus: Corpus, rng: random.Random
+) -> list[tuple[Unit, int, str]]:
+    """Units of other sections (and other documents of the manual) only: all negatives."""
+    pool = leftovers[:5]
+    terms = _key_terms(q, unit)
+    docs = [
+        d for d in corpus.docs_by_split_manual.get((corpus.split[unit.doc], unit.manual), []) if d != unit.doc
+    ]
+    for _ in range(min(10, 2 * len(docs))):
+        if len(pool) >= 5:
+            break
+        cand = rng.choice(corpus.by_doc[rng.choice(docs)])
+        if _distinct(cand, [unit]) and not _mentions_any(cand, terms):
+            pool.append(cand)
+    return [(u, 0, "unanswerable") for u in pool]
+
+
 def reader_groups(
     questions: Iterable[dict[str, Any]],
     corpus: Corpus,
@@ -690,6 +773,7 @@ def reader_groups(
     unanswerable_share: float,
     stats: Counter[str],
 ) -> Iterator[dict[str, Any]]:
+    """Groups of LLM-written questions (one per kept question, plus some unanswerable groups)."""
     from training import llm
 
     examples = llm.example_questions()
@@ -712,54 +796,171 @@ def reader_groups(
             q = " ".join(q.split())
             rng = rng_for(seed, "reader", uid)
             split = corpus.split[unit.doc]
-            group = f"r:{uid}"
-            pairs: list[tuple[Unit, int, str]] = [(unit, 1, "pos")]
-            windows = corpus.windows_of.get(uid, [])
-            pairs += [(w, 1, "window_pos") for w in windows]
-            positives = [unit, *windows]
-            # siblings: the other units of the batch first (each answers its own question), then
-            # other units of the section
-            section = corpus.by_section.get((unit.doc, unit.section), [])
-            others = [u for u in batch_units if u.id != uid]
-            rest = [u for u in section if u.id != uid and u not in others]
-            rng.shuffle(others)
-            rng.shuffle(rest)
-            siblings = [u for u in others + rest if _distinct(u, positives)][:3]
-            pairs += [(u, 0, "same_section") for u in siblings]
-            member_ids = {uid}
-            wneg = [
-                w
-                for w in corpus.windows_by_section.get((unit.doc, unit.section), [])
-                if not member_ids & set(w.members) and _distinct(w, positives)
-            ]
-            if wneg:
-                pairs.append((rng.choice(wneg), 0, "same_section_window"))
-            same_doc = [u for u in corpus.by_doc.get(unit.doc, []) if u.section != unit.section]
-            rng.shuffle(same_doc)
-            pairs += [(u, 0, "same_doc") for u in [u for u in same_doc[:6] if _distinct(u, positives)][:2]]
-            for _ in range(2):
-                other = corpus.random_other_manual(unit, rng)
-                if other is not None:
-                    pairs.append((other, 0, "other_manual"))
+            pairs, leftovers = reader_pairs(q, unit, corpus, rng, batch_units)
             if not any(label == 0 for _, label, _ in pairs):
                 stats["reader:group_without_negative"] += 1
                 continue
-            yield _group(group, q, pairs, split, unit, "reader")
+            yield _group(f"r:{uid}", q, pairs, split, unit, "reader", "llm")
             if rng.random() < unanswerable_share:
-                pool = [u for u in same_doc[6:] if _distinct(u, positives)][:5]
-                if len(pool) < 5:
-                    docs = corpus.docs_by_split_manual.get((split, unit.manual), [])
-                    extra_docs = [d for d in docs if d != unit.doc]
-                    for _ in range(min(10, 2 * len(extra_docs))):
-                        cand = rng.choice(corpus.by_doc[rng.choice(extra_docs)])
-                        if _distinct(cand, positives) and len(pool) < 5:
-                            pool.append(cand)
-                if pool:
-                    yield _group(f"u:{uid}", q, [(u, 0, "unanswerable") for u in pool], split, unit, "reader")
+                neg = _unanswerable(q, unit, leftovers, corpus, rng)
+                if neg:
+                    yield _group(f"u:{uid}", q, neg, split, unit, "reader", "llm")
+
+
+# ---------------------------------------------------------------------------- template questions
+
+_DEFAULT = re.compile(
+    r"\b(by default|defaults? (value )?(is|are|to|of)|the default\b|is the default|default:|default value)",
+    re.IGNORECASE,
+)
+_TRAIL_NOISE = re.compile(
+    r"(¶|\bDirective\b|\bOption\b|\bParameter\b|^\s*(Chapter\s+)?[0-9]+(\.[0-9]+)*\.?\s*)"
+)
+_SUBJECT_SHAPES = ("snake", "camel", "long_option", "variable", "dotted", "upper", "mod", "short_option")
+DEFAULT_TEMPLATES = (
+    "What is the default value of {x}?",
+    "What does {x} default to?",
+    "What is {x} set to by default?",
+    "If I do not set {x}, what value is used?",
+    "Which value does {x} take when it is not configured?",
+)
+DEFINITION_TEMPLATES = (
+    "What does {x} do?",
+    "What is {x} used for?",
+    "What is the purpose of {x}?",
+    "What happens when I use {x}?",
+)
+
+
+def _trail_subject(unit: Unit) -> str | None:
+    """The section's name when it is one identifier ("KeepAlive Directive", "$MaxOpenFiles")."""
+    if not unit.trail:
+        return None
+    name = _TRAIL_NOISE.sub("", unit.trail[-1]).strip(" :")
+    if len(name.split()) != 1 or len(name) < 3:
+        return None
+    ids = [t for s, t in C.identifiers(name) if s in _SUBJECT_SHAPES]
+    return ids[0] if ids and len(ids[0]) >= len(name) - 1 else None
+
+
+_LEADING = re.compile(
+    r"^(--?[A-Za-z][\w-]*|\$?[A-Za-z_][\w.]*)"
+    r"(:\s+|\s+[-—–]\s+|\s+(?=[A-Z])|\s+(?=(means|is|specifies|sets|controls|enables|disables|causes|makes|"
+    r"tells|selects|determines|defines|forces|allows|prevents|requests|changes|turns|limits)\b))"
+)
+_NOT_A_DEFAULT_OF = re.compile(
+    r"\b(sets?|overrides?|changes?|replaces?|uses?|using) (the|its|a) default", re.IGNORECASE
+)
+
+
+def _leading_subject(unit: Unit) -> str | None:
+    """The identifier a definition-style unit starts with ("--inplace This option ...",
+    "queue_time: The amount ...", "$auth2: the authorization id"); never a product name."""
+    m = _LEADING.match(unit.text)
+    if m is None:
+        return None
+    token = m.group(1)
+    shapes = [s for s, t in C.identifiers(token) if t == token]
+    if not shapes or shapes[0] in ("camel", "file", "hyphenated", "path"):
+        return None
+    return token
+
+
+def subject_of(unit: Unit) -> str | None:
+    """The option, directive or parameter a unit is about: its section's name when that is one
+    identifier, else the identifier the unit starts with, else the unit's only identifier."""
+    found = list(dict.fromkeys(t for s, t in C.identifiers(unit.text) if s in _SUBJECT_SHAPES))
+    return (
+        _trail_subject(unit)
+        or _leading_subject(unit)
+        or (found[0] if len(found) == 1 and len(found[0]) >= 3 else None)
+    )
+
+
+def template_question(unit: Unit, rng: random.Random) -> tuple[str, str] | None:
+    """("What is the default value of X?", "template_default") for a unit that states a default of
+    the option its section is about (or that it names), or ("What does X do?",
+    "template_definition") for a unit that starts by naming X (a man-page option, "queue_time:
+    ..."); None otherwise."""
+    n = len(unit.text.split())
+    if unit.kind == "window" or n < 4 or n > 70:
+        return None
+    m = _DEFAULT.search(unit.text)
+    if m:
+        if _NOT_A_DEFAULT_OF.search(unit.text):
+            return None
+        x = _trail_subject(unit) or _leading_subject(unit)
+        if x is None:
+            # the unit's only identifier, named shortly before "default" ("If hosts_max_try is
+            # small (the default is 5)", "the value of color.ui is used (auto by default)")
+            found = list(dict.fromkeys(t for s, t in C.identifiers(unit.text) if s in _SUBJECT_SHAPES))
+            if len(found) == 1 and len(found[0]) >= 3:
+                before = unit.text[: m.start()]
+                pos = before.rfind(found[0])
+                if pos >= 0 and len(before[pos:].split()) <= 6:
+                    x = found[0]
+        if x is not None:
+            return rng.choice(DEFAULT_TEMPLATES).format(x=x), "template_default"
+        return None
+    x = _leading_subject(unit)
+    if x is not None and n >= 6:
+        return rng.choice(DEFINITION_TEMPLATES).format(x=x), "template_definition"
+    return None
+
+
+def template_groups(
+    corpus: Corpus, seed: int, limit: int, taken: set[str], stats: Counter[str]
+) -> Iterator[dict[str, Any]]:
+    """Reader groups of template questions: seeded, at most 8 per document, spread over manuals."""
+    per_manual: dict[str, list[tuple[Unit, str, str]]] = defaultdict(list)
+    for doc in sorted(corpus.by_doc):
+        rng = rng_for(seed, "template-doc", doc)
+        found = []
+        for u in corpus.by_doc[doc]:
+            if u.id in taken:
+                continue
+            tq = template_question(u, rng_for(seed, "template", u.id))
+            if tq is not None:
+                found.append((u, *tq))
+        rng.shuffle(found)
+        if found:
+            per_manual[found[0][0].manual].extend(found[:8])
+    for manual in per_manual:
+        rng_for(seed, "template-manual", manual).shuffle(per_manual[manual])
+    total = sum(len(v) for v in per_manual.values())
+    share = {m: len(v) / max(total, 1) for m, v in per_manual.items()}
+    chosen: list[tuple[Unit, str, str]] = []
+    for manual, items in sorted(per_manual.items()):
+        # square-root weighting: big manuals do not crowd out the small ones
+        quota = int(limit * math.sqrt(share[manual]) / sum(math.sqrt(v) for v in share.values())) + 1
+        chosen += items[:quota]
+    for unit, q, kind in chosen[: limit or None]:
+        rng = rng_for(seed, "template-pairs", unit.id)
+        if kind == "template_default":
+            # the description of the option (no default in it) is the hard negative
+            def ok(u: Unit) -> bool:
+                return not _DEFAULT.search(u.text)
+        else:
+            x = q.split(" ")[2] if q.startswith("What does") else ""
+
+            def ok(u: Unit, x: str = x) -> bool:
+                return not x or x not in u.text
+
+        pairs, _ = reader_pairs(q, unit, corpus, rng, (), ok)
+        if not any(label == 0 for _, label, _ in pairs):
+            continue
+        stats[f"question:{kind}"] += 1
+        yield _group(f"t:{unit.id}", q, pairs, corpus.split[unit.doc], unit, "reader", kind)
 
 
 def _group(
-    group: str, a: str, pairs: Sequence[tuple[Unit, int, str]], split: str, src: Unit, task: str
+    group: str,
+    a: str,
+    pairs: Sequence[tuple[Unit, int, str]],
+    split: str,
+    src: Unit,
+    task: str,
+    qsource: str = "",
 ) -> dict[str, Any]:
     seen: set[str] = set()
     rows = []
@@ -778,6 +979,7 @@ def _group(
                 "source": src.doc,
                 "b_source": u.doc,
                 "unit_kind": u.kind,
+                "qsource": qsource,
             }
         )
     return {"split": split, "task": task, "rows": rows}
@@ -844,9 +1046,12 @@ def checker_groups(
         rng.shuffle(kinds)
         kinds.sort(key=lambda k: neg_counts[k])  # the rarest kinds first, when they apply
         vocabulary = vocab.get(p.manual, {})
+        total = sum(neg_counts.values())
         for kind in kinds:
             if len(negatives) >= len(positives):
                 break
+            if neg_counts[kind] > 0.22 * total + 10:
+                continue  # an always-applicable kind (an added name, a sibling) must not dominate
             if kind == "same_section":
                 pool = [
                     u
@@ -959,6 +1164,7 @@ def pubmed_groups(
                 "source": doc,
                 "b_source": doc,
                 "unit_kind": "abstract",
+                "qsource": "pubmedqa",
             }
             for b, label, kind in pairs
         ]
@@ -977,8 +1183,9 @@ def pubmed_groups(
                 if alt:
                     positives.append((kind, alt))
             negatives = []
-            kinds = ["number", "negation", "added_entity", "date", "unit"]
+            kinds = ["number", "negation", "date", "unit"]
             rng.shuffle(kinds)
+            kinds.append("added_entity")  # always applies: only when nothing else does
             for kind in kinds:
                 if len(negatives) >= len(positives):
                     break
@@ -1027,6 +1234,7 @@ def token_lengths(texts: Sequence[str]) -> dict[str, float]:
 
         tok = Tokenizer.from_file(str(tok_path))
         tok.no_truncation()
+        tok.no_padding()
         counts = [len(e.ids) for e in tok.encode_batch(list(texts), add_special_tokens=False)]
     except Exception:
         counts = [int(len(t.split()) * 1.3) for t in texts]
@@ -1047,6 +1255,8 @@ def token_lengths(texts: Sequence[str]) -> dict[str, float]:
 def stage_assemble(
     out: Path, units: Sequence[Unit], manuals: Sequence[Manual], args: argparse.Namespace, log: Logger
 ) -> dict[str, Any]:
+    for package in sorted({u.manual for u in units}):
+        check_not_reserved(package)  # a stale units.jsonl must not smuggle a reserved manual in
     pinned = {m.package: m.split for m in manuals}
     split = {u.doc: split_of(u.doc, args.seed, pinned.get(u.manual, "")) for u in units}
     corpus = Corpus(units, split)
@@ -1069,7 +1279,11 @@ def stage_assemble(
     groups: Iterable[dict[str, Any]] = reader_groups(
         questions, corpus, args.seed, args.unanswerable_share, stats
     )
+    taken: set[str] = set()
     for g in groups:
+        outputs[("reader", g["split"])].extend(g["rows"])
+        taken.add(g["rows"][0]["group"].split(":", 1)[1])
+    for g in template_groups(corpus, args.seed, args.template_limit, taken, stats):
         outputs[("reader", g["split"])].extend(g["rows"])
     for g in checker_groups(premises, corpus, paraphrases, vocab, args.seed, args.window_share, stats):
         outputs[("checker", g["split"])].extend(g["rows"])
@@ -1125,7 +1339,7 @@ def main(argv: list[str] | None = None) -> int:
         "--paraphrase-every", type=int, default=5, help="one paraphrase batch after N question batches"
     )
     ap.add_argument(
-        "--checker-premises", type=int, default=14000, help="premise units for the checker (0: all)"
+        "--checker-premises", type=int, default=20000, help="premise units for the checker (0: all)"
     )
     ap.add_argument(
         "--sample", type=int, default=0, help="a seeded sample of N files per manual (smoke tests)"
@@ -1142,6 +1356,12 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--seed", type=int, default=13)
     ap.add_argument(
         "--time-budget", type=float, default=0, help="seconds of generation in this run (0: no limit)"
+    )
+    ap.add_argument(
+        "--template-limit",
+        type=int,
+        default=4000,
+        help="template questions (default value, definition) at most",
     )
     ap.add_argument("--unanswerable-share", type=float, default=0.12)
     ap.add_argument(

@@ -27,10 +27,13 @@ def words(text: str) -> list[str]:
     return [w.strip(".-+").lower() for w in _WORD.findall(text) if w.strip(".-+")]
 
 
+_OPTION_TOKEN = re.compile(r"(?<![\w-])--?[A-Za-z][\w-]*")
+
+
 def content_words(text: str) -> set[str]:
     """Lower-cased words that carry content; an identifier also counts as its parts
     ("retry_interval" gives retry_interval, retry, interval)."""
-    out = set()
+    out = {m.group(0).lower() for m in _OPTION_TOKEN.finditer(text)}
     for w in words(text):
         if w in _STOP or len(w) < 2:
             continue

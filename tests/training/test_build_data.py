@@ -18,6 +18,7 @@ from training.build_data import (
     question_problem,
     reader_groups,
     split_of,
+    template_question,
 )
 from training.common import (
     HARD_RESERVED,
@@ -395,3 +396,47 @@ def test_committed_manual_list_is_clean() -> None:
         assert m.version and m.licence and m.copyright and m.include
         assert len(m.sha256) == 64
     assert {m.split for m in manuals} >= {"", "dev", "test"}
+
+
+# ------------------------------------------------------------------------ template questions
+
+
+def _unit(text: str, trail: tuple[str, ...] = (), kind: str = "sentence") -> Unit:
+    return Unit("d#1", "m/d.html", "m", "T", trail, " > ".join(trail), kind, text, 0, len(text))
+
+
+def test_template_default_from_the_section_name() -> None:
+    u = _unit(
+        "Description:: Default:; Enables HTTP persistent connections: KeepAlive On.",
+        ("Core", "KeepAlive Directive ¶"),
+        "row",
+    )
+    q, kind = template_question(u, random.Random(0))
+    assert kind == "template_default" and "KeepAlive" in q and q.endswith("?")
+    u = _unit(
+        "type: integer; default: 1024; mandatory: no.", ("Input Parameters¶", "MaxSubmitAtOnce¶"), "row"
+    )
+    q, kind = template_question(u, random.Random(0))
+    assert "MaxSubmitAtOnce" in q
+
+
+def test_template_default_needs_a_subject_close_to_default() -> None:
+    near = _unit("If hosts_max_try is small (the default is 5) only a few hosts are tried.")
+    assert template_question(near, random.Random(0))[1] == "template_default"
+    far = _unit("The default encoding for databases created using the old API in sqlite3_open16 is UTF-16.")
+    assert template_question(far, random.Random(0)) is None
+    sets = _unit("SQLITE_CONFIG_LOOKASIDE sets the default lookaside size.")
+    assert template_question(sets, random.Random(0)) is None
+
+
+def test_template_definition_for_man_page_options() -> None:
+    u = _unit("--mkpath Create all missing path components of the destination path.")
+    q, kind = template_question(u, random.Random(0))
+    assert kind == "template_definition" and "--mkpath" in q
+    assert (
+        template_question(_unit("GitHub is where the project lives and issues go."), random.Random(0)) is None
+    )
+    assert (
+        template_question(_unit("Quoting can be used to disable special treatment."), random.Random(0))
+        is None
+    )
