@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from citeline.eval.adapters import evaluate_dataset
+from citeline.eval.answers_cli import DATASET_FOLDERS
 from citeline.eval.report import write_reports
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -62,7 +63,8 @@ def main() -> int:
     args.out.mkdir(parents=True, exist_ok=True)
     summary: dict[str, Any] = {}
     for name in [n.strip() for n in args.datasets.split(",") if n.strip()]:
-        if not (root / name).is_dir():
+        folder = root / DATASET_FOLDERS.get(name, name)
+        if not folder.is_dir():
             print(f"{name}: dataset not found under {root}; skipped", file=sys.stderr)
             continue
         options = {"distractors": args.scifact_distractors} if name == "scifact" else {}
@@ -74,7 +76,7 @@ def main() -> int:
 
         report = evaluate_dataset(
             name,
-            root / name,
+            folder,
             args.out / name,
             limit=args.limit,
             seed=args.seed,

@@ -17,6 +17,7 @@ from citeline.settings import Settings, is_url
 if TYPE_CHECKING:
     from citeline.answer.answerer import Answerer
     from citeline.answer.generators.base import Generator
+    from citeline.answer.reader import Reader
     from citeline.answer.verify import Verifier
     from citeline.embedding.base import Embedder
     from citeline.index.base import Store
@@ -49,6 +50,7 @@ class Components:
         self._reranker: Reranker | None = None
         self._expander: QueryExpander | None = None
         self._injected: Generator | None = None
+        self._reader: Reader | None = None
 
     @property
     def settings(self) -> Settings:
@@ -110,6 +112,13 @@ class Components:
         return self._chat_model
 
     @property
+    def reader(self) -> Reader | None:
+        """The trained reader (None when the reader setting is none)."""
+        if self._reader is None and self._settings.reader != "none":
+            self._reader = registry.create("reader", self._settings.reader, self)
+        return self._reader
+
+    @property
     def verifier(self) -> Verifier:
         if self._verifier is None:
             self._verifier = registry.create("verifier", self._settings.verifier, self)
@@ -147,4 +156,5 @@ class Components:
             self.verifier,
             self._settings,
             self.reranker,
+            reader=self.reader,
         )

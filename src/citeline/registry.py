@@ -23,11 +23,12 @@ from citeline.errors import ConfigError, MissingExtraError, UnknownBackendError
 
 if TYPE_CHECKING:
     from citeline.answer.chat import ChatModel
+    from citeline.answer.reader import Reader
     from citeline.embedding.base import Embedder
     from citeline.index.base import Store
     from citeline.settings import Settings
 
-KINDS = ("embedder", "parser", "reranker", "generator", "verifier", "store")
+KINDS = ("embedder", "parser", "reranker", "reader", "generator", "verifier", "store")
 ENTRY_POINT_GROUP = "citeline.backends"
 
 
@@ -46,6 +47,9 @@ class BuildContext(Protocol):
     @property
     def chat_model(self) -> ChatModel: ...
 
+    @property
+    def reader(self) -> Reader | None: ...
+
 
 @dataclass(frozen=True)
 class StaticContext:
@@ -56,6 +60,7 @@ class StaticContext:
     embedder_: Any = None
     store_: Any = None
     chat_model_: Any = None
+    reader_: Any = None
 
     def _need(self, value: Any, what: str) -> Any:
         if value is None:
@@ -81,6 +86,10 @@ class StaticContext:
         return cast(
             "ChatModel", self._need(self.chat_model_, "a chat model (chat_model or an LLM generator)")
         )
+
+    @property
+    def reader(self) -> Reader | None:
+        return cast("Reader | None", self.reader_)
 
 
 Factory = Callable[..., Any]  # (context: BuildContext | None, argument: str | None, **options) -> backend
@@ -291,6 +300,21 @@ def _builtins(r: Registry) -> None:
         "citeline.rerank.llm:llm_reranker_factory",
         summary="listwise ranking by the chat model (chat_model or an LLM generator)",
     )
+    r.register(
+        "reranker",
+        "reader",
+        "citeline.answer.reader:reader_reranker_factory",
+        argument="DIR",
+        summary="our trained reader scoring each passage (see answer/reader.py)",
+    )
+    # readers
+    r.register(
+        "reader",
+        "citeline",
+        "citeline.answer.reader:reader_factory",
+        argument="DIR",
+        summary="our trained cross-encoder, packaged (or another export of it in DIR)",
+    )
     # generators
     r.register(
         "generator",
@@ -336,6 +360,13 @@ def _builtins(r: Registry) -> None:
         argument="DIR",
         argument_required=True,
         summary="an NLI cross-encoder exported to ONNX",
+    )
+    r.register(
+        "verifier",
+        "checker",
+        "citeline.answer.checker:checker_factory",
+        argument="DIR",
+        summary="our trained claim checker (the packaged cross-encoder, or another export in DIR)",
     )
     r.register(
         "verifier",

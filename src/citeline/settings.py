@@ -75,7 +75,20 @@ class Settings:
     llm_threads: int = _opt(0, "CPU threads of a local LLM (0 = every CPU this process may use)", min=0)
     cache: str = _opt("", "folder for caches: models, evaluation indexes, data ('' = ~/.cache/citeline)")
     model_cache: str = _opt("", "folder for assembled local model files ('' = CACHE/models)")
+    reader: str = _opt(
+        "none",
+        "reader that scores answer units (registry spec, 'citeline' = our trained model) or none",
+        backend="reader",
+        none_ok=True,
+    )
+    reader_units: int = _opt(20, "units the reader scores per question (cheaply pre-ranked)", min=1)
+    reader_threshold: float = _opt(
+        0.5, "refuse when the reader's best unit scores below this (with a reader)", min=0.0, max=1.0
+    )
     verifier: str = _opt("heuristic", "claim checker (registry spec)", backend="verifier")
+    checker_threshold: float = _opt(
+        0.5, "checker verifier: a sentence is supported at this entailment probability", min=0.0, max=1.0
+    )
     refusal_threshold: float = _opt(0.46, "relevance below which the generator is never called")
     min_answer_score: float = _opt(0.35, "extractive: the best unit must score at least this")
     max_answer_sentences: int = _opt(3, "extractive: most sentences in an answer", min=1)

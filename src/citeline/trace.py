@@ -138,6 +138,8 @@ class Trace:
     timings_ms: Mapping[str, float] = field(default_factory=dict)
     #: retrieval fell back to keyword-only (dense side failed or too slow), and why
     degraded: str | None = None
+    #: the trained reader's best score, threshold and top units (None without a reader)
+    reader: Mapping[str, Any] | None = None
 
     @property
     def support(self) -> float | None:

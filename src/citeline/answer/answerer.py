@@ -11,10 +11,12 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from citeline.answer.citations import StreamingCitationFilter
+from citeline.answer.citations import StreamingCitationFilter, escape_markers
 from citeline.answer.context import TokenCounter, assemble
+from citeline.answer.facts import missing_facts
 from citeline.answer.generators.base import Generator
-from citeline.answer.prompt import parse_free_text
+from citeline.answer.prompt import near_refusal, parse_free_text
+from citeline.answer.reader import Reader, Reading, reading_json
 from citeline.answer.relevance import Relevance, assess
 from citeline.answer.verify import Verifier
 from citeline.errors import InvalidQuestionError
@@ -55,6 +57,7 @@ class Answerer:
         settings: Settings,
         reranker: Reranker | None = None,
         count_tokens: TokenCounter | None = None,
+        reader: Reader | None = None,
     ) -> None:
         self.store = store
         self.retriever = retriever
@@ -62,6 +65,8 @@ class Answerer:
         self.verifier = verifier
         self.settings = settings
         self.reranker = reranker
+        #: the trained reader: its best score over the context is what the refusal guard decides on
+        self.reader = reader
         # Without the embedder's tokenizer, estimate ~4 characters per token.
         self.count_tokens: TokenCounter = count_tokens or (lambda texts: [len(t) // 4 + 2 for t in texts])
 
@@ -147,7 +152,12 @@ class Answerer:
             generator=self.generator.name,
             verifier=self.verifier.name,
         )
-        reason = self._refusal_reason(relevance, passages)
+        reading = None
+        if self.reader is not None and passages:
+            with Stage(timings, "read"):
+                reading = self.reader.read(query, passages)
+            trace = trace.with_(reader=reading_json(reading, self.settings.reader_threshold))
+        reason = self._refusal_reason(relevance, passages, reading)
         draft: Draft | None = None
         if reason is None:
             with Stage(timings, "generate"):
@@ -189,11 +199,18 @@ class Answerer:
             draft, invented_citations=tuple(markers.invented) + draft.invented_citations
         )
 
-    def _refusal_reason(self, relevance: Relevance, passages: Sequence[Passage]) -> str | None:
+    def _refusal_reason(
+        self, relevance: Relevance, passages: Sequence[Passage], reading: Reading | None = None
+    ) -> str | None:
         if not passages:
             return "nothing retrieved"
         if relevance.missing_identifiers:
             return f"not in any retrieved passage: {', '.join(relevance.missing_identifiers)}"
+        if reading is not None:
+            threshold = self.settings.reader_threshold
+            if reading.best < threshold:
+                return f"reader score {reading.best:.2f} below threshold {threshold:.2f}"
+            return None
         if relevance.score < self.settings.refusal_threshold:
             return f"relevance {relevance.score:.2f} below threshold {self.settings.refusal_threshold:.2f}"
         return None
@@ -237,14 +254,24 @@ class Answerer:
         quotes: dict[int, tuple[float, tuple[int, int]]] = {}
         with Stage(timings, "verify"):
             for s in draft.sentences:
+                text = escape_markers(s.text)  # a document's own "[7]" is text, not a citation
+                if near_refusal(text):  # the refusal sentence only ever appears with refused: true
+                    sentences.append(AnswerSentence(text, (), False, True, 0.0))
+                    checks.append(Check(text, (), False, 0.0, "the refusal sentence is not an answer"))
+                    continue
                 valid = tuple(n for n in dict.fromkeys(s.citations) if n in by_number)
                 dropped += [n for n in s.citations if n not in by_number]
                 cited = [(n, by_number[n].chunk.text, by_number[n].chunk.start) for n in valid]
-                support = self.verifier.check(s.text, cited)
+                support = self.verifier.check(text, cited)
+                if support.supported:  # its numbers, dates and names must be in what it cites
+                    missing = missing_facts(text, "\n".join(by_number[n].chunk.index_text for n in valid))
+                    if missing:
+                        why = f"not in the cited passage: {', '.join(missing[:5])}"
+                        support = dataclasses.replace(support, supported=False, reason=why)
                 keep = support.supported or self.settings.unsupported == "mark"
-                sentences.append(AnswerSentence(s.text, valid, support.supported, not keep, support.score))
+                sentences.append(AnswerSentence(text, valid, support.supported, not keep, support.score))
                 checks.append(
-                    Check(s.text, valid, support.supported, support.score, support.reason, self.verifier.name)
+                    Check(text, valid, support.supported, support.score, support.reason, self.verifier.name)
                 )
                 if keep:
                     for n, span in support.quotes.items():

@@ -89,6 +89,12 @@ def strip_citations(text: str) -> str:
     return _LEAD_MARKER_RE.sub("", text)
 
 
+def escape_markers(text: str) -> str:
+    """Document text is data: a marker written inside a document (``see [7]``) becomes ``⟦7⟧``,
+    which no parser here reads as a citation, in what a generator sees and in answer text."""
+    return MARKER_RE.sub(lambda m: f"⟦{m.group(1)}⟧", text)
+
+
 # --------------------------------------------------------------------------- sentences
 
 

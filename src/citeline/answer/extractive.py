@@ -11,6 +11,8 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from citeline.answer.answer_type import can_answer, expected_type
+from citeline.answer.citations import escape_markers
+from citeline.answer.prompt import near_refusal
 from citeline.answer.relevance import weighted_coverage
 from citeline.answer.units import Unit, passage_units
 from citeline.embedding.base import Embedder
@@ -19,6 +21,7 @@ from citeline.models import Draft, DraftSentence, Passage
 from citeline.retrieval.query import Query, analyze, mentions_years
 
 if TYPE_CHECKING:
+    from citeline.answer.reader import Reader
     from citeline.registry import BuildContext
 
 SIMILARITY_WEIGHT = 0.55
@@ -30,6 +33,8 @@ class Scored:
     passage: int
     unit: Unit
     score: float
+    #: the sentences a window is made of (empty: the unit itself)
+    parts: tuple[Unit, ...] = ()
 
 
 class ExtractiveGenerator:
@@ -42,17 +47,22 @@ class ExtractiveGenerator:
         max_sentences: int = 3,
         keep_ratio: float = 0.85,
         min_score: float = 0.0,
+        reader: Reader | None = None,
     ) -> None:
         self.embedder = embedder
         self.min_score = min_score
         self.max_sentences = max_sentences
         self.keep_ratio = keep_ratio
+        #: with a reader, units are chosen by the trained model; without, by similarity and overlap
+        self.reader = reader
 
     def score_units(self, question: Query | str, passages: Sequence[Passage]) -> list[Scored]:
         query = analyze(question)
         candidates: list[tuple[int, Unit, str]] = []
         for p in passages:
             for unit in passage_units(p.chunk.text, p.chunk.start):
+                if near_refusal(unit.text) or unit.text.rstrip().endswith("?"):
+                    continue  # "I could not find this..." or an FAQ's question is never an answer
                 context = " > ".join(p.chunk.heading_trail[-2:])
                 candidates.append((p.number, unit, f"{context}: {unit.text}" if context else unit.text))
         if not candidates:
@@ -89,13 +99,50 @@ class ExtractiveGenerator:
             seen.append(words)
         return chosen
 
+    def read(self, question: Query | str, passages: Sequence[Passage]) -> list[Scored]:
+        """Candidates ranked by the reader; a window of two sentences stands for both."""
+        assert self.reader is not None
+        query = analyze(question)
+        out = []
+        for s in self.reader.read(query, passages).scored:
+            if mentions_years(query.years, f"{s.candidate.context}: {s.candidate.unit.text}"):
+                out.append(Scored(s.candidate.passage, s.candidate.unit, s.score, s.candidate.parts))
+        return out
+
+    def select_spans(self, scored: list[Scored]) -> list[Scored]:
+        """The best candidate, then others close to it whose text does not overlap what is chosen,
+        up to ``max_sentences`` sentences."""
+        chosen: list[Scored] = []
+        taken: list[tuple[int, int]] = []
+        count = 0
+        for s in scored:
+            if chosen and s.score < self.keep_ratio * chosen[0].score:
+                break
+            size = len(s.parts) or 1
+            if count + size > self.max_sentences:
+                continue
+            if any(s.unit.start < b and a < s.unit.end for a, b in taken):
+                continue  # overlaps a chosen unit (a window and its own sentence, or repeated text)
+            chosen.append(s)
+            taken.append((s.unit.start, s.unit.end))
+            count += size
+        return chosen
+
     def generate(self, question: Query | str, passages: Sequence[Passage]) -> Draft:
-        scored = self.score_units(question, passages)
+        if self.reader is not None:
+            return self._draft(self.read(question, passages), spans=True)
+        return self._draft(self.score_units(question, passages))
+
+    def _draft(self, scored: list[Scored], spans: bool = False) -> Draft:
         confidence = scored[0].score if scored else 0.0
-        if confidence < self.min_score:
+        if confidence < (0.0 if spans else self.min_score):  # the reader's floor is the refusal guard's
             return Draft(sentences=(), refused=True, confidence=confidence)
-        chosen = self.select(scored)
-        sentences = tuple(DraftSentence(s.unit.text, (s.passage,)) for s in chosen)
+        chosen = self.select_spans(scored) if spans else self.select(scored)
+        sentences = tuple(
+            DraftSentence(escape_markers(part.text), (s.passage,))
+            for s in chosen
+            for part in s.parts or (s.unit,)
+        )
         raw = " ".join(f"{s.text} [{s.citations[0]}]" for s in sentences)
         return Draft(sentences=sentences, refused=not sentences, raw=raw, confidence=confidence)
 
@@ -111,5 +158,8 @@ def extractive_factory(context: BuildContext | None, argument: str | None) -> Ex
         raise ConfigError("The extractive generator needs the index's embedder (build it from settings).")
     s = context.settings
     return ExtractiveGenerator(
-        context.embedder, max_sentences=s.max_answer_sentences, min_score=s.min_answer_score
+        context.embedder,
+        max_sentences=s.max_answer_sentences,
+        min_score=s.min_answer_score,
+        reader=context.reader,
     )

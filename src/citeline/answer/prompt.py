@@ -20,6 +20,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from typing import Any
 
 from citeline.answer.citations import (
+    escape_markers,
     format_marker,
     parse_citations,
     split_cited_sentences,
@@ -78,7 +79,7 @@ def format_source(passage: Passage) -> str:
         attrs.append(f'heading="{_attr(heading)}"')
     if passage.chunk.page is not None:
         attrs.append(f'page="{passage.chunk.page}"')
-    body = escape_source_text(passage.text.strip())
+    body = escape_markers(escape_source_text(passage.text.strip()))
     return f"<source {' '.join(attrs)}>\n{body}\n</source>"
 
 
@@ -160,6 +161,21 @@ def _normalise(text: str) -> str:
 def is_refusal(text: str) -> bool:
     """True when ``text`` is the refusal sentence (ignoring spacing, case and citation markers)."""
     return _normalise(text) == _normalise(REFUSAL)
+
+
+def near_refusal(text: str, ratio: float = 0.8) -> bool:
+    """True when ``text`` is, holds, or closely paraphrases the refusal sentence: such text is never
+    an answer (a document that says it must not turn into an unrefused refusal)."""
+    import difflib
+
+    said, refusal = _normalise(text).strip(" .!"), _normalise(REFUSAL).strip(" .!")
+    if not said:
+        return False
+    if refusal in said:
+        return True
+    words, refusal_words = set(said.split()), set(refusal.split())
+    overlap = len(words & refusal_words) / len(words | refusal_words)
+    return overlap >= ratio or difflib.SequenceMatcher(None, said, refusal).ratio() >= ratio
 
 
 def _refused(raw: str, prompt_tokens: int, completion_tokens: int) -> Draft:

@@ -1,0 +1,68 @@
+"""The trained claim checker as a verifier: does some unit of a cited passage entail the sentence?
+
+Premises are the passage's units, its windows of two adjacent sentences, and the passage itself
+when it is short (a claim may join two sentences). The quote is the best-entailing unit.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from citeline.answer.reader import PACKAGED, CrossEncoderModel, packaged_model
+from citeline.answer.units import Unit, passage_units
+from citeline.answer.verify import Support
+
+if TYPE_CHECKING:
+    from citeline.registry import BuildContext
+
+_SHORT_PASSAGE = 600  # characters: whole passages up to this long are premises too
+
+
+def premises(n: int, text: str, start: int) -> list[tuple[int, Unit]]:
+    units = passage_units(text, start) or [Unit(start, start + len(text), text, "sentence")]
+    out = [(n, u) for u in units]
+    out += [
+        (n, Unit(a.start, b.end, f"{a.text} {b.text}", "window"))
+        for a, b in itertools.pairwise(units)
+        if a.kind == b.kind == "sentence"
+    ]
+    if len(text) <= _SHORT_PASSAGE and len(units) > 2:
+        out.append((n, Unit(start, start + len(text), " ".join(u.text for u in units), "passage")))
+    return out
+
+
+class TrainedChecker:
+    """Entailment probability from our cross-encoder; supported at ``threshold`` or above."""
+
+    name = "checker"
+
+    def __init__(self, model: CrossEncoderModel, threshold: float = 0.5) -> None:
+        self.model = model
+        self.threshold = threshold
+
+    def check(self, sentence: str, cited: Sequence[tuple[int, str, int]]) -> Support:
+        if not cited:
+            return Support(False, 0.0, {}, "no valid citation")
+        found = [p for n, text, start in cited for p in premises(n, text, start)]
+        probs = self.model.checker_scores(sentence, [u.text for _, u in found])
+        quotes: dict[int, tuple[int, int]] = {}
+        for n in dict.fromkeys(n for n, _ in found):
+            idx = [i for i, (m, u) in enumerate(found) if m == n and u.kind != "passage"]
+            if idx:
+                best = idx[int(np.argmax(probs[idx]))]
+                quotes[n] = (found[best][1].start, found[best][1].end)
+        score = float(probs.max()) if len(probs) else 0.0
+        supported = score >= self.threshold
+        reason = "" if supported else f"entailment {score:.2f} below {self.threshold:.2f}"
+        return Support(supported, score, quotes, reason)
+
+
+def checker_factory(context: BuildContext | None, argument: str | None) -> TrainedChecker:
+    folder = Path(argument).expanduser() if argument else PACKAGED
+    threshold = context.settings.checker_threshold if context is not None else 0.5
+    return TrainedChecker(packaged_model(folder), threshold)

@@ -1,0 +1,252 @@
+"""Our own cross-encoder, trained on this project's data (training/, MODEL_CARD.md beside the weights).
+
+One small ONNX model (MiniLM-L6, int8) answers two questions, told apart by the first segment:
+
+* the reader: ("question: ...", "heading trail: unit") -> does this unit answer the question?
+* the claim checker: ("claim: ...", "unit") -> does this unit entail the claim?
+
+Units are sentences, table rows, list items and windows of two adjacent sentences (so "the
+setting's description + the sentence that gives its default" can win together). The reader's
+best score over the context is what the refusal guard decides on.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import OrderedDict
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import numpy as np
+import numpy.typing as npt
+
+from citeline.answer.prompt import near_refusal
+from citeline.answer.units import Unit, passage_units
+from citeline.errors import ConfigError
+from citeline.models import Hit, Passage
+from citeline.retrieval.query import Query, analyze
+
+if TYPE_CHECKING:
+    from citeline.registry import BuildContext
+
+PACKAGED = Path(__file__).parent / "data" / "cross-encoder"
+
+
+def _sigmoid(x: npt.NDArray[np.float32]) -> npt.NDArray[np.float32]:
+    return np.asarray(1.0 / (1.0 + np.exp(-x)), dtype=np.float32)
+
+
+class CrossEncoderModel:
+    """The trained model: probabilities for (question, unit) and (claim, premise) pairs."""
+
+    def __init__(self, folder: Path = PACKAGED, threads: int | None = None) -> None:
+        from citeline.rerank.cross_encoder import OnnxPairScorer
+
+        if not (folder / "config.json").is_file():
+            raise ConfigError(
+                f"No trained cross-encoder in {folder} (config.json, model.onnx, tokenizer.json); "
+                "`make train` builds one, or set reader = none and verifier = heuristic."
+            )
+        self.config = json.loads((folder / "config.json").read_text(encoding="utf-8"))
+        self.folder = folder
+        self.version = str(self.config.get("version", "?"))
+        self.prefixes: dict[str, str] = dict(self.config["prefixes"])
+        self.pairs = OnnxPairScorer(
+            folder, max_tokens=int(self.config.get("max_tokens", 128)), threads=threads
+        )
+
+    def _probabilities(self, task: str, first: str, seconds: Sequence[str]) -> npt.NDArray[np.float32]:
+        if not seconds:
+            return np.zeros(0, dtype=np.float32)
+        logits = self.pairs.logits([(self.prefixes[task] + first, s) for s in seconds])
+        return _sigmoid(logits[:, -1])
+
+    def reader_scores(self, question: str, units: Sequence[str]) -> npt.NDArray[np.float32]:
+        return self._probabilities("reader", question, units)
+
+    def checker_scores(self, claim: str, premises: Sequence[str]) -> npt.NDArray[np.float32]:
+        return self._probabilities("checker", claim, premises)
+
+
+_MODELS: dict[Path, CrossEncoderModel] = {}
+
+
+def packaged_model(folder: Path = PACKAGED) -> CrossEncoderModel:
+    """The model in ``folder``, loaded once per process."""
+    if folder not in _MODELS:
+        _MODELS[folder] = CrossEncoderModel(folder)
+    return _MODELS[folder]
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """A unit of a numbered passage that could answer: a unit, or two adjacent sentences."""
+
+    passage: int
+    unit: Unit
+    parts: tuple[Unit, ...]
+    context: str  # "heading > trail", what the model reads before the unit
+
+    @property
+    def model_text(self) -> str:
+        return f"{self.context}: {self.unit.text}" if self.context else self.unit.text
+
+
+def candidates(passages: Sequence[Passage]) -> list[Candidate]:
+    """Every unit of the passages, and each pair of adjacent sentences of one paragraph.
+
+    A unit that is, or closely paraphrases, the refusal sentence, or that is a question (an FAQ's
+    question is never its own answer), is not a candidate.
+    """
+    out: list[Candidate] = []
+    for p in passages:
+        context = " > ".join(p.chunk.heading_trail[-2:])
+        units = [
+            u
+            for u in passage_units(p.chunk.text, p.chunk.start)
+            if not near_refusal(u.text) and not u.text.rstrip().endswith("?")
+        ]
+        for i, unit in enumerate(units):
+            out.append(Candidate(p.number, unit, (unit,), context))
+            nxt = units[i + 1] if i + 1 < len(units) else None
+            if (
+                nxt is not None
+                and unit.kind == nxt.kind == "sentence"
+                and "\n\n" not in p.chunk.text[unit.end - p.chunk.start : nxt.start - p.chunk.start]
+            ):
+                window = Unit(unit.start, nxt.end, f"{unit.text} {nxt.text}", "window")
+                out.append(Candidate(p.number, window, (unit, nxt), context))
+    return out
+
+
+@dataclass(frozen=True)
+class Scored:
+    candidate: Candidate
+    score: float
+
+
+@dataclass(frozen=True)
+class Reading:
+    """The reader's scores for one question over one context, best first."""
+
+    scored: tuple[Scored, ...]
+
+    @property
+    def best(self) -> float:
+        return self.scored[0].score if self.scored else 0.0
+
+
+def reading_json(reading: Reading, threshold: float, top: int = 5) -> dict[str, object]:
+    """What a trace keeps of a reading: the best score, the threshold and the top candidates."""
+    return {
+        "best": round(reading.best, 4),
+        "threshold": threshold,
+        "scored": len(reading.scored),
+        "top": [
+            {
+                "n": s.candidate.passage,
+                "start": s.candidate.unit.start,
+                "end": s.candidate.unit.end,
+                "kind": s.candidate.unit.kind,
+                "score": round(s.score, 4),
+            }
+            for s in reading.scored[:top]
+        ],
+    }
+
+
+class Reader:
+    """Scores the candidate units of a context with the trained model.
+
+    ``prefilter`` ranks candidates cheaply (the extractive generator's similarity and term
+    overlap) and only the top ``limit`` reach the model: the cost of a question is bounded.
+    The last readings are kept, so the refusal guard and the generator share one.
+    """
+
+    name = "citeline"
+
+    def __init__(self, model: CrossEncoderModel, limit: int = 20, prefilter: Prefilter | None = None) -> None:
+        self.model = model
+        self.limit = limit
+        self.prefilter = prefilter
+        self._recent: OrderedDict[tuple[str, tuple[str, ...]], Reading] = OrderedDict()
+
+    def read(self, question: Query | str, passages: Sequence[Passage]) -> Reading:
+        query = analyze(question)
+        key = (query.text, tuple(f"{p.number}:{p.chunk.id}" for p in passages))
+        if key in self._recent:
+            self._recent.move_to_end(key)
+            return self._recent[key]
+        found = candidates(passages)
+        if self.prefilter is not None and len(found) > self.limit:
+            found = self.prefilter(query, found)[: self.limit]
+        scores = self.model.reader_scores(query.text, [c.model_text for c in found])
+        order = sorted(range(len(found)), key=lambda i: (-float(scores[i]), i))
+        reading = Reading(tuple(Scored(found[i], float(scores[i])) for i in order))
+        self._recent[key] = reading
+        while len(self._recent) > 8:
+            self._recent.popitem(last=False)
+        return reading
+
+
+class Prefilter:
+    """Cheap ranking of candidates: embedding similarity plus IDF-weighted term coverage."""
+
+    def __init__(self, embedder: object) -> None:
+        self.embedder = embedder
+
+    def __call__(self, query: Query, found: Sequence[Candidate]) -> list[Candidate]:
+        from citeline.answer.relevance import weighted_coverage
+
+        embed = getattr(self.embedder, "embed")  # noqa: B009 (Embedder protocol)
+        vectors = embed([query.text] + [c.model_text for c in found])
+        sims = vectors[1:] @ vectors[0]
+        weights = query.weights or None
+        scores = [
+            0.55 * float(sim) + 0.45 * weighted_coverage(query.terms, c.model_text, weights)
+            for c, sim in zip(found, sims, strict=True)
+        ]
+        order = sorted(range(len(found)), key=lambda i: (-scores[i], i))
+        return [found[i] for i in order]
+
+
+def reader_factory(context: BuildContext | None, argument: str | None) -> Reader:
+    """``citeline`` (the packaged model) or ``citeline:DIR`` (another export of it)."""
+    folder = Path(argument).expanduser() if argument else PACKAGED
+    limit = context.settings.reader_units if context is not None else 20
+    prefilter = Prefilter(context.embedder) if context is not None else None
+    return Reader(packaged_model(folder), limit=limit, prefilter=prefilter)
+
+
+class ReaderReranker:
+    """The reader as a passage reranker: a chunk's score is the model's score for its whole text."""
+
+    name = "reader"
+
+    def __init__(self, model: CrossEncoderModel) -> None:
+        self.model = model
+
+    def rerank(self, query: Query | str, hits: Sequence[Hit]) -> list[Hit]:
+        from dataclasses import replace
+
+        from citeline.models import StageScore
+
+        if not hits:
+            return []
+        texts = [f"{' > '.join(h.chunk.heading_trail[-2:])}: {h.chunk.text}" for h in hits]
+        scores = self.model.reader_scores(analyze(query).text, texts)
+        order = sorted(range(len(hits)), key=lambda i: (-float(scores[i]), i))
+        return [
+            replace(
+                hits[i],
+                score=float(scores[i]),
+                stages={**hits[i].stages, "rerank": StageScore(float(scores[i]), r)},
+            )
+            for r, i in enumerate(order, 1)
+        ]
+
+
+def reader_reranker_factory(context: BuildContext | None, argument: str | None) -> ReaderReranker:
+    return ReaderReranker(packaged_model(Path(argument).expanduser() if argument else PACKAGED))

@@ -1,0 +1,39 @@
+"""Facts a sentence states must be in the passage it cites, after normalisation (table-driven)."""
+
+from __future__ import annotations
+
+import pytest
+
+from citeline.answer.facts import missing_facts
+
+PASSAGE_SIZE = "The maximum size is 4 MB per message."
+PASSAGE_TIME = "The timeout defaults to 5 minutes."
+
+
+@pytest.mark.parametrize(
+    ("sentence", "passage", "missing"),
+    [
+        ("The limit is 4MB.", PASSAGE_SIZE, []),
+        ("The limit is four megabytes.", PASSAGE_SIZE, []),
+        ("The limit is 4096 KiB.", PASSAGE_SIZE, []),
+        ("The limit is 8 MB.", PASSAGE_SIZE, ["8 MB"]),
+        ("The timeout is 5min.", PASSAGE_TIME, []),
+        ("The timeout is 300 seconds.", PASSAGE_TIME, []),
+        ("The timeout is five minutes.", PASSAGE_TIME, []),
+        ("The timeout is 5 seconds.", PASSAGE_TIME, ["5 seconds"]),
+        ("The timeout is 5.", PASSAGE_TIME, []),
+        ("The queue holds 400 jobs.", "The alpha queue holds at most 900 jobs.", ["400"]),
+        ("The default is 1,000 recipients.", "The default is 1000.", []),
+        ("It was designed by John Smith.", "The alpha queue holds at most 900 jobs.", ["john", "smith"]),
+        ("Error LDG-4012 means the batch is too big.", "Error LDG-4012: Batch exceeds maximum payload.", []),
+        ("Set smtpd_recipient_limit to 1000.", "smtpd_recipient_limit (default: 1000): most recipients.", []),
+        ("Set smtpd_client_limit to 1000.", "smtpd_recipient_limit (default: 1000): most recipients.", ["smtpd_client_limit"]),
+        ("The release shipped on March 3.", "Released 3 March 2024.", []),
+        ("The release shipped on March 4.", "Released 3 March 2024.", ["4", "3-4"]),
+        ("In 2021 revenue grew.", "In 2023 revenue grew.", ["2021"]),
+        ("Retries happen twice.", "The client retries 2 times.", []),
+        ("About 25% of messages bounce.", "A quarter (25 percent) of messages bounce.", []),
+    ],
+)
+def test_missing_facts(sentence: str, passage: str, missing: list[str]) -> None:
+    assert missing_facts(sentence, passage) == missing
