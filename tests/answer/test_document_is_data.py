@@ -10,13 +10,13 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 import pytest
-from conftest import ADMIN
 
 import citeline
 from citeline.answer.citations import escape_markers, parse_citations
 from citeline.answer.prompt import build_messages, near_refusal
 from citeline.kb import KnowledgeBase
 from citeline.models import REFUSAL, Draft, DraftSentence, Passage
+from conftest import ADMIN
 
 
 @pytest.mark.parametrize(
@@ -134,7 +134,9 @@ def test_llm_path_escapes_markers_in_the_prompt_and_in_the_answer(hostile_kb: Kn
     _check_contract(answer, hostile_kb)
 
 
-def test_llm_reply_of_only_the_refusal_sentence_with_a_citation_is_a_refusal(hostile_kb: KnowledgeBase) -> None:
+def test_llm_reply_of_only_the_refusal_sentence_with_a_citation_is_a_refusal(
+    hostile_kb: KnowledgeBase,
+) -> None:
     hostile_kb.use_generator(EchoingModel([("I could not find this in the available documents.", (1,))]))
     answer = hostile_kb.ask("How long are audit logs kept?", ADMIN)
     assert answer.refused and answer.answer == REFUSAL and not answer.citations

@@ -27,7 +27,11 @@ PASSAGE_TIME = "The timeout defaults to 5 minutes."
         ("It was designed by John Smith.", "The alpha queue holds at most 900 jobs.", ["john", "smith"]),
         ("Error LDG-4012 means the batch is too big.", "Error LDG-4012: Batch exceeds maximum payload.", []),
         ("Set smtpd_recipient_limit to 1000.", "smtpd_recipient_limit (default: 1000): most recipients.", []),
-        ("Set smtpd_client_limit to 1000.", "smtpd_recipient_limit (default: 1000): most recipients.", ["smtpd_client_limit"]),
+        (
+            "Set smtpd_client_limit to 1000.",
+            "smtpd_recipient_limit (default: 1000): most recipients.",
+            ["smtpd_client_limit"],
+        ),
         ("The release shipped on March 3.", "Released 3 March 2024.", []),
         ("The release shipped on March 4.", "Released 3 March 2024.", ["4", "3-4"]),
         ("In 2021 revenue grew.", "In 2023 revenue grew.", ["2021"]),
