@@ -295,13 +295,15 @@ async function showPdf(c) {
   let pageEnd = null;
   for (let p = c.page; p <= last; p++) {
     const info = await (await api("/v1/documents/" + id + "/pages/" + p + "/boxes?start=" + c.start + "&end=" + c.end)).json();
+    const quote = await (await api("/v1/documents/" + id + "/pages/" + p + "/boxes?start=" + c.quote_start + "&end=" + c.quote_end)).json();
     const blob = await (await api("/v1/documents/" + id + "/pages/" + p + ".png?scale=1.5")).blob();
     const url = URL.createObjectURL(blob);
     state.blobUrls.push(url);
     const page = el("div", { class: "page", "data-page": String(p) },
       el("img", { src: url, alt: "Page " + p + " of " + c.source + ", cited text marked" }));
-    for (const b of info.boxes) {
-      const box = el("div", { class: "box", "data-testid": "box" });
+    const boxes = info.boxes.map((b) => [b, "box"]).concat(quote.boxes.map((b) => [b, "box support"]));
+    for (const [b, cls] of boxes) {
+      const box = el("div", { class: cls, "data-testid": "box" });
       box.style.left = b.x * 100 + "%";
       box.style.top = b.y * 100 + "%";
       box.style.width = b.w * 100 + "%";
