@@ -25,7 +25,7 @@ class Filters(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     tags: dict[str, str] = Field(default_factory=dict, description="only documents with all these tags")
-    source_prefix: str | None = Field(None, max_length=1000)
+    source_prefix: str | None = Field(default=None, max_length=1000)
     formats: list[str] = Field(default_factory=list, max_length=20)
     collections: list[str] = Field(default_factory=list, max_length=50)
 
@@ -46,7 +46,7 @@ class AskRequest(BaseModel):
     stream: bool = Field(
         False, description="answer as Server-Sent Events (same as Accept: text/event-stream)"
     )
-    filters: Filters = Field(default_factory=Filters)
+    filters: Filters = Field(default_factory=lambda: Filters())
 
 
 class SearchRequest(BaseModel):
@@ -54,7 +54,7 @@ class SearchRequest(BaseModel):
 
     query: str = Field(min_length=1, max_length=2000)
     k: int = Field(10, ge=1, le=100)
-    filters: Filters = Field(default_factory=Filters)
+    filters: Filters = Field(default_factory=lambda: Filters())
 
 
 def hit_json(hit: Hit) -> dict[str, Any]:
