@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import hmac
 import json
+import subprocess
+import sys
 import time
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
@@ -61,9 +63,17 @@ def test_keys_are_stored_only_as_keyed_hashes(corpus: Corpus) -> None:
     digest = key_hash(store, corpus.writer_key)
     found = store.find_api_key(digest)
     assert found is not None and found.user == "alice" and hmac.compare_digest(found.key_hash, digest)
-    raw = (corpus.index / DB_NAME).read_bytes()
-    assert corpus.writer_key.encode() not in raw
-    assert corpus.writer_key.split("_")[-1].encode() not in raw
+    # Read the raw file in another process: opening and closing it here would drop this process's
+    # SQLite (POSIX) locks on it, and another process could then delete the live WAL index.
+    probe = (
+        "import sys; raw = open(sys.argv[1], 'rb').read()\n"
+        "sys.exit(int(sys.argv[2].encode() in raw or sys.argv[3].encode() in raw))"
+    )
+    secret_part = corpus.writer_key.split("_")[-1]
+    found_in_file = subprocess.run(
+        [sys.executable, "-c", probe, str(corpus.index / DB_NAME), corpus.writer_key, secret_part], timeout=60
+    )
+    assert found_in_file.returncode == 0
 
 
 def test_roles(url: str, corpus: Corpus) -> None:
