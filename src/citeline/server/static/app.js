@@ -323,11 +323,12 @@ async function showPdf(c) {
 // ---- the trace panel ----------------------------------------------------------------------------
 
 function table(head, rows) {
-  const t = el("table", {}, el("thead", {}, el("tr", {}, ...head.map((h) => el("th", { scope: "col", text: h })))));
+  const t = el("table", { class: head.length > 2 ? "wide" : "" }, el("thead", {}, el("tr", {}, ...head.map((h) => el("th", { scope: "col", text: h })))));
   const body = el("tbody");
   for (const r of rows) body.append(el("tr", {}, ...r.map((v) => el("td", { text: String(v) }))));
   t.append(body);
-  return t;
+  // narrow screens scroll the table, never the page
+  return el("div", { class: "scroll", tabindex: "0", role: "region", "aria-label": head.join(", ") }, t);
 }
 
 async function loadTrace() {
