@@ -46,6 +46,8 @@ async def me(caller: CallerDep) -> dict[str, Any]:
 @router.get("/v1/traces", summary="This key's recent traces (every trace for admins)")
 async def list_traces(request: Request, caller: CallerDep, failed: bool = False) -> dict[str, Any]:
     state = state_of(request)
+    if caller.key_id is None:  # anonymous callers share one label: they list no traces
+        return {"traces": []}
     who = Principal.local_admin() if caller.can("admin") else caller.principal
     rows = await state.run(state.kb.traces, who, failed, 50)
     return {"traces": [r.to_json() for r in rows]}
