@@ -5,8 +5,10 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-$(shell cat requirements.lock pyproject.toml 2>/dev/null | cksum | cut -d' ' -f1)
 INDEX ?= .citeline
 QUESTION ?= What does error LDG-4012 mean and how do I fix it?
+HOST ?= 127.0.0.1
+PORT ?= 8000
 
-.PHONY: install run test test-fast bench lint lock clean
+.PHONY: install run serve test test-fast bench lint lock clean
 
 $(STAMP): requirements.lock pyproject.toml
 	@command -v $(PYTHON) >/dev/null 2>&1 || { echo "$(PYTHON) not found; run: make PYTHON=python3 ..."; exit 1; }
@@ -21,6 +23,13 @@ install: $(STAMP)
 run: $(STAMP)
 	$(BIN)/citeline --index $(INDEX) add samples
 	$(BIN)/citeline --index $(INDEX) ask "$(QUESTION)"
+
+# The server on the bundled samples: prints its URL and a new admin key (shown once).
+serve: $(STAMP)
+	$(BIN)/citeline --index $(INDEX) add samples
+	@KEY=$$($(BIN)/citeline --index $(INDEX) keys create --user demo --role admin --label "make serve" --quiet) && \
+		echo "citeline: open http://$(HOST):$(PORT)/ and enter this API key: $$KEY" && \
+		exec $(BIN)/citeline --index $(INDEX) serve --host $(HOST) --port $(PORT)
 
 test: $(STAMP)
 	$(BIN)/python -m pytest -q -n 2 --dist loadfile
@@ -44,7 +53,7 @@ lint: $(STAMP)
 
 # Re-pin dependencies (with hashes) after editing pyproject.toml.
 lock: $(STAMP)
-	$(BIN)/pip-compile -q --extra dev --extra openai --extra anthropic --extra llamacpp --extra local-llm --generate-hashes \
+	$(BIN)/pip-compile -q --extra dev --extra server --extra openai --extra anthropic --extra llamacpp --extra local-llm --generate-hashes \
 		--strip-extras --allow-unsafe -o requirements.lock pyproject.toml
 
 clean:

@@ -419,6 +419,7 @@ def calibrate(ctx: click.Context, questions: Path, docs: tuple[str, ...], as_jso
 
 def register_commands() -> None:
     from citeline.cli_config import backends, config_group
+    from citeline.cli_server import register as register_server
     from citeline.eval.answers_cli import register
     from citeline.eval.cli import eval_group
 
@@ -426,6 +427,7 @@ def register_commands() -> None:
     main.add_command(eval_group)
     main.add_command(config_group)
     main.add_command(backends)
+    register_server(main)
 
 
 register_commands()

@@ -11,7 +11,7 @@ from __future__ import annotations
 import os
 from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from citeline.answer.generators.base import Generator
 from citeline.components import Components, open_store
@@ -24,6 +24,9 @@ from citeline.retrieval.hybrid import Retrieval
 from citeline.retrieval.query import analyze
 from citeline.settings import SETTINGS_FILE, Settings, index_location, is_url, load_settings
 from citeline.trace import Trace, TraceSummary
+
+if TYPE_CHECKING:
+    from citeline.answer.answerer import SentenceListener
 
 
 def access_filter(principal: Principal | Filter | None, flt: Filter | None) -> Filter:
@@ -84,6 +87,24 @@ class KnowledgeBase:
         return self._ingestor().add(
             [str(p) for p in paths], tags=tags, acl=acl, progress=progress, collection=collection, root=root
         )
+
+    def add_bytes(
+        self,
+        name: str,
+        data: bytes,
+        *,
+        collection: str = DEFAULT_COLLECTION,
+        tags: dict[str, str] | None = None,
+        acl: Iterable[str] = (),
+        metadata: Mapping[str, object] | None = None,
+    ) -> IngestReport:
+        """Add one document from bytes (an upload); ``name`` is its source within ``collection``."""
+        return self._ingestor().add_bytes(
+            name, data, collection=collection, tags=tags, acl=acl, metadata=metadata
+        )
+
+    def remove_document(self, document: Document) -> None:
+        self.store.remove_document(document.id)
 
     def remove(self, paths: Iterable[str | os.PathLike[str]]) -> IngestReport:
         return self._ingestor().remove([str(p) for p in paths])
@@ -148,9 +169,13 @@ class KnowledgeBase:
         *,
         flt: Filter | None = None,
         on_text: Callable[[str], None] | None = None,
+        on_sentence: SentenceListener | None = None,
     ) -> Answer:
-        """Answer with citations, or refuse. ``on_text`` receives the answer text as it streams."""
-        return self.components.answerer().ask(question, access_filter(principal, flt), on_text=on_text)
+        """Answer with citations, or refuse. ``on_text`` receives the answer text as it streams;
+        ``on_sentence`` each sentence once checked (see citeline.answer.streaming)."""
+        return self.components.answerer().ask(
+            question, access_filter(principal, flt), on_text=on_text, on_sentence=on_sentence
+        )
 
     # -- documents -----------------------------------------------------------------------------
 

@@ -97,6 +97,18 @@ class Settings:
         "remove", "what happens to a sentence the check rejects", choices=("remove", "mark")
     )
     trace: bool = _opt(True, "store a trace of every answer")
+    # server (citeline serve, citeline mcp)
+    server_max_upload_mb: float = _opt(20.0, "server: largest upload accepted, in MB", min=0.001)
+    server_max_body_kb: int = _opt(64, "server: largest JSON request body, in KB", min=1)
+    server_async_upload_kb: int = _opt(
+        256, "server: uploads above this size are indexed as a background job (202 + job id)", min=0
+    )
+    server_rate_limit: int = _opt(120, "server: requests per minute per API key (0 = no limit)", min=0)
+    server_workers: int = _opt(4, "server: threads that answer, search and index", min=1, max=64)
+    server_cors_origins: str = _opt("", "server: comma-separated origins allowed by CORS ('' = CORS off)")
+    server_allow_anonymous: bool = _opt(
+        False, "server: answer requests without a key (read-only, documents marked public only)"
+    )
     # evaluation and development
     eval_cache: str = _opt("", "folder for evaluation indexes ('' = CACHE/eval)")
     datasets: str = _opt("", "folder of benchmark datasets ('' = ../shared/datasets if present)")

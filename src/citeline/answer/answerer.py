@@ -18,7 +18,7 @@ from citeline.answer.generators.base import Generator
 from citeline.answer.prompt import near_refusal, parse_free_text
 from citeline.answer.reader import Reader, Reading, reading_json
 from citeline.answer.relevance import Relevance, assess
-from citeline.answer.verify import Verifier
+from citeline.answer.verify import Support, Verifier
 from citeline.errors import InvalidQuestionError
 from citeline.index.base import Store
 from citeline.index.sqlite import text_hash
@@ -30,6 +30,10 @@ from citeline.retrieval.hybrid import HybridRetriever, Retrieval
 from citeline.retrieval.query import Query, analyze
 from citeline.settings import Settings
 from citeline.trace import Candidates, Check, Trace, TracedHit
+
+#: called once per draft sentence right after its claim check, in answer order, with the sentence
+#: (passage numbers as in the context, before renumbering), the check's result and the passages
+SentenceListener = Callable[[AnswerSentence, Support, Sequence[Passage]], None]
 
 
 @dataclass
@@ -107,11 +111,13 @@ class Answerer:
         question: str,
         flt: Filter,
         on_text: Callable[[str], None] | None = None,
+        on_sentence: SentenceListener | None = None,
     ) -> Answer:
         """Answer ``question``. With ``on_text``, the generator's text is passed on as it streams
         (citation markers are only ever emitted whole and in range); the returned Answer is then
         built from exactly the streamed text, so streaming and not streaming give the same answer
-        from a deterministic generator."""
+        from a deterministic generator. ``on_sentence`` hears each sentence once it is checked
+        (answer/streaming.py turns that into verified-sentence events)."""
         t0 = time.perf_counter()
         question = self.check_question(question)
         # IDF weights over what this principal may read: restricted documents change nothing it sees.
@@ -171,7 +177,9 @@ class Answerer:
                 confidence=draft.confidence,
                 tokens={"prompt": draft.prompt_tokens, "completion": draft.completion_tokens},
             )
-        answer, trace = self._resolve(question, passages, draft, relevance, reason, timings, trace)
+        answer, trace = self._resolve(
+            question, passages, draft, relevance, reason, timings, trace, on_sentence
+        )
         timings["total"] = (time.perf_counter() - t0) * 1000
         trace = trace.with_(timings_ms=dict(timings), answer=answer.answer, refused=answer.refused)
         trace_id = self._save_trace(trace)
@@ -224,6 +232,7 @@ class Answerer:
         reason: str | None,
         timings: dict[str, float],
         trace: Trace,
+        on_sentence: SentenceListener | None = None,
     ) -> tuple[Answer, Trace]:
         def refusal(
             why: str, sentences: tuple[AnswerSentence, ...] = (), dropped: tuple[int, ...] = ()
@@ -273,6 +282,8 @@ class Answerer:
                 checks.append(
                     Check(text, valid, support.supported, support.score, support.reason, self.verifier.name)
                 )
+                if on_sentence is not None:
+                    on_sentence(sentences[-1], support, passages)
                 if keep:
                     for n, span in support.quotes.items():
                         if n not in quotes or support.score > quotes[n][0]:

@@ -24,6 +24,7 @@ from citeline.errors import ParseError
 from citeline.ingest import pdf_tables
 from citeline.ingest.base import BaseParser
 from citeline.ingest.pdf_layout import Line, PageLines, norm, reading_order, strip_running
+from citeline.ingest.pdf_positions import PDFIUM_LOCK, WordPosition, word_positions
 from citeline.ingest.pdf_tables import CELL_GAP
 from citeline.models import Block, BlockKind, ParsedDocument
 
@@ -50,8 +51,14 @@ def _heading_key(s: str) -> str:
 class PdfParser(BaseParser):
     format = "pdf"
     extensions: tuple[str, ...] = (".pdf",)
+    #: when a list, parse() appends one WordPosition per word of the text (ingest/pdf_positions.py)
+    positions: list[WordPosition] | None = None
 
     def parse(self, data: bytes, path: Path) -> ParsedDocument:
+        with PDFIUM_LOCK:  # PDFium is not thread-safe (the server parses uploads in threads)
+            return self._parse(data, path)
+
+    def _parse(self, data: bytes, path: Path) -> ParsedDocument:
         if b"%PDF" not in data[:1024]:
             raise ParseError(str(path), "not a PDF file (no %PDF header)")
         try:
@@ -74,7 +81,7 @@ class PdfParser(BaseParser):
             pdf.close()
         if not any(p.lines for p in pages):
             raise ParseError(str(path), "image-only PDF: no text layer (OCR is not supported)")
-        return _assemble(pages, outline, meta, path)
+        return _assemble(pages, outline, meta, path, self.positions)
 
 
 def _open_failure(data: bytes) -> str:
@@ -137,6 +144,7 @@ def _words_to_lines(textpage: pdfium.PdfTextPage, text: str, pno: int) -> list[L
     lines: list[Line] = []
     words: list[list[str]] = []
     marks: list[list[int]] = []  # per line: index of its first, second word's first, last char
+    starts: list[list[int]] = []  # per line: index of each word's first char
     # Gaps too narrow to break a line but maybe between table cells: line index -> (gap x0,
     # gap x1, index of the word after it), and the line's other gaps as (sum, count).
     wide: dict[int, list[tuple[float, float, int]]] = {}
@@ -173,6 +181,7 @@ def _words_to_lines(textpage: pdfium.PdfTextPage, text: str, pno: int) -> list[L
                 if len(words[-1]) == 2:
                     marks[-1][1] = a
                 marks[-1][2] = b
+                starts[-1].append(a)
                 continue
         if lines and len(lines) - 1 in wide:
             spacing[len(lines) - 1] = (gsum, gcount)
@@ -184,10 +193,12 @@ def _words_to_lines(textpage: pdfium.PdfTextPage, text: str, pno: int) -> list[L
         lines.append(cur)
         words.append([m.group()])
         marks.append([a, -1, b])
+        starts.append([a])
     if lines and len(lines) - 1 in wide:
         spacing[len(lines) - 1] = (gsum, gcount)
     for i, (ln, ws, (first, second, end)) in enumerate(zip(lines, words, marks, strict=True)):
         ln.text = " ".join(ws)
+        ln.word_starts = tuple(starts[i])
         # Code: starts (after a listing's line number, if any) and ends in a fixed-pitch
         # font; prose that merely opens with a `literal` does not end in one.
         if ws[0].isdigit() and second >= 0:
@@ -251,7 +262,11 @@ class _Blk:
 
 
 def _assemble(
-    pages: list[PageLines], outline: list[tuple[int, str, int]], meta: dict[str, str], path: Path
+    pages: list[PageLines],
+    outline: list[tuple[int, str, int]],
+    meta: dict[str, str],
+    path: Path,
+    positions: list[WordPosition] | None = None,
 ) -> ParsedDocument:
     strip_running(pages)
     weights: Counter[float] = Counter()
@@ -280,7 +295,7 @@ def _assemble(
     if not title_from_meta:
         first = heading_lines[0] if heading_lines else None
         title = _join(first.lines)[0] if first else (path.stem or "untitled")
-    return _emit(blocks, unmatched, len(pages), title, title_from_meta, meta)
+    return _emit(blocks, unmatched, len(pages), title, title_from_meta, meta, positions)
 
 
 def _group(pages: list[list[Line]], para_gap: float) -> list[_Blk]:
@@ -391,6 +406,7 @@ def _emit(
     title: str,
     title_from_meta: bool,
     meta: dict[str, str],
+    positions: list[WordPosition] | None = None,
 ) -> ParsedDocument:
     levels = Counter(b.level for b in blocks if b.kind == "heading")
     parts: list[str] = []
@@ -420,6 +436,8 @@ def _emit(
         for ln, off in zip(b.lines, offsets, strict=True):
             if starts[ln.page - 1] is None:  # the first character taken from each page
                 starts[ln.page - 1] = start + off
+        if positions is not None:
+            positions.extend(word_positions(b.lines, offsets, text, start, b.kind == "table"))
         parts.append(text)
         pos += len(text)
         trail: tuple[str, ...]

@@ -33,6 +33,8 @@ class Line:
     mono: bool = False  # set in a fixed-pitch font: code
     # Pieces between wide gaps (possible table cells); empty for the usual one-piece line.
     cells: tuple[Cell, ...] = ()
+    # Index in the page's PDFium text of each word's first character (words: text.split(" ")).
+    word_starts: tuple[int, ...] = ()
 
 
 @dataclass
@@ -168,6 +170,7 @@ def merge_baselines(lines: list[Line], flow: int) -> list[Line]:
                 (a, b, off + shift, mono) for a, b, off, mono in pdf_tables.pieces(second)
             )
             last.text = first.text + " " + second.text
+            last.word_starts = first.word_starts + second.word_starts
             last.hyphen = second.hyphen
             last.x0, last.x1 = min(last.x0, ln.x0), max(last.x1, ln.x1)
             last.top, last.size = max(last.top, ln.top), max(last.size, ln.size)

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import hashlib
 import os
-from collections.abc import Callable, Iterable, Iterator
+import time
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import cast
@@ -133,6 +134,49 @@ class Ingestor:
                 progress("file", 1)
         return report
 
+    def add_bytes(
+        self,
+        name: str,
+        data: bytes,
+        *,
+        collection: str = DEFAULT_COLLECTION,
+        tags: dict[str, str] | None = None,
+        acl: Iterable[str] = (),
+        metadata: Mapping[str, object] | None = None,
+        progress: Progress | None = None,
+    ) -> IngestReport:
+        """Add or update one document from bytes (an upload): ``name`` is its source in ``collection``
+        and its extension picks the parser. Nothing is written outside the store."""
+        report = IngestReport()
+        try:
+            self._check_size(name, len(data))
+            self._add_data(
+                name,
+                data,
+                Path(name),
+                time.time(),
+                collection,
+                dict(tags or {}),
+                tuple(sorted(set(acl))),
+                report,
+                progress,
+                dict(metadata or {}),
+            )
+        except ParseError as exc:
+            report.failed.append((name, exc.reason))
+        except (CitelineError, ValueError, MemoryError, RecursionError) as exc:
+            report.failed.append((name, str(exc) or type(exc).__name__))
+        return report
+
+    def _check_size(self, source: str, size: int) -> None:
+        limit = int(self.settings.max_file_mb * 1024 * 1024)
+        if size > limit:
+            raise ParseError(
+                source,
+                f"file is {size / 1048576:.1f} MB, above the {self.settings.max_file_mb:g} MB limit "
+                "(raise it with CITELINE_MAX_FILE_MB or max_file_mb in citeline.toml)",
+            )
+
     def _add_file(
         self,
         source: str,
@@ -144,14 +188,34 @@ class Ingestor:
         progress: Progress | None,
     ) -> None:
         stat = path.stat()
-        limit = int(self.settings.max_file_mb * 1024 * 1024)
-        if stat.st_size > limit:
-            raise ParseError(
-                source,
-                f"file is {stat.st_size / 1048576:.1f} MB, above the {self.settings.max_file_mb:g} MB limit "
-                "(raise it with CITELINE_MAX_FILE_MB or max_file_mb in citeline.toml)",
-            )
+        self._check_size(source, stat.st_size)
         data = path.read_bytes()
+        self._add_data(
+            source,
+            data,
+            path,
+            stat.st_mtime,
+            collection,
+            tags,
+            acl,
+            report,
+            progress,
+            {"path": os.path.abspath(path)},
+        )
+
+    def _add_data(
+        self,
+        source: str,
+        data: bytes,
+        path: Path,
+        mtime: float,
+        collection: str,
+        tags: dict[str, str],
+        acl: tuple[str, ...],
+        report: IngestReport,
+        progress: Progress | None,
+        extra: dict[str, object],
+    ) -> None:
         content_hash = hashlib.sha256(data).hexdigest()
         doc_id = document_id_for(collection, source)
         existing = self.store.get_document(doc_id)
@@ -177,7 +241,7 @@ class Ingestor:
         if not chunks:
             raise ParseError(source, "no text to index after parsing")
         vectors = self._vectors(chunks, progress, report)
-        metadata = {**parsed.metadata, "path": os.path.abspath(path), "pipeline": self.signature}
+        metadata = {**parsed.metadata, **extra, "pipeline": self.signature}
         document = Document(
             id=doc_id,
             collection=collection,
@@ -185,8 +249,8 @@ class Ingestor:
             title=parsed.title,
             format=parsed.format,
             content_hash=content_hash,
-            size=stat.st_size,
-            mtime=stat.st_mtime,
+            size=len(data),
+            mtime=mtime,
             page_count=parsed.page_count,
             tags=tags,
             acl=acl,

@@ -1,0 +1,139 @@
+"""API keys and roles: who a request is, for the server, the MCP server and the CLI alike.
+
+A key is shown once, when it is created, and stored only as HMAC-SHA256 under the index's own
+random secret (``store.secret()``): a copy of the database without that secret's row, or a log
+line, cannot be turned back into a key, and a key from one index means nothing in another. A key
+is looked up by that hash and the stored hash is compared again in constant time
+(``hmac.compare_digest``). Keys are never logged; ``ApiKey.id`` names a key in listings.
+
+Roles: ``reader`` asks and searches; ``writer`` also uploads and deletes (its own uploads, or what
+its groups own); ``admin`` also manages keys and reads ``/metrics`` and every trace. Every role
+reads documents through the key's principal (user and groups), so ACLs apply to admins too.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import re
+import secrets
+import time
+from dataclasses import dataclass
+
+from citeline.errors import AccessError, CitelineError
+from citeline.index.base import ApiKey, Store
+from citeline.retrieval.filters import Principal
+
+ROLES = ("reader", "writer", "admin")
+#: what a role may do (each role includes the ones before it)
+ROLE_RANK = {role: rank for rank, role in enumerate(ROLES)}
+KEY_PREFIX = "cl_"
+_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._@-]{0,63}$")
+
+
+class AuthenticationError(AccessError):
+    """No key, or one that is wrong, revoked or unknown (HTTP 401)."""
+
+
+class PermissionDeniedError(AccessError):
+    """A valid key whose role may not do this (HTTP 403)."""
+
+
+@dataclass(frozen=True)
+class Caller:
+    """An authenticated request: its principal (ACLs), role and key id (never the key)."""
+
+    principal: Principal
+    role: str
+    key_id: str | None = None
+
+    @property
+    def user(self) -> str | None:
+        return self.principal.user
+
+    def can(self, role: str) -> bool:
+        return ROLE_RANK[self.role] >= ROLE_RANK[role]
+
+    def require(self, role: str, action: str) -> None:
+        if not self.can(role):
+            raise PermissionDeniedError(
+                f"{action} needs the {role} role; this key ({self.principal.label}) is a {self.role}."
+            )
+
+    @classmethod
+    def anonymous(cls) -> Caller:
+        return cls(Principal.anonymous(), "reader", None)
+
+
+def check_name(kind: str, value: str) -> str:
+    value = value.strip()
+    if not _NAME.match(value):
+        raise CitelineError(
+            f"{kind} '{value}' is not valid: use 1-64 letters, digits, '.', '_', '@' or '-', "
+            "starting with a letter or digit."
+        )
+    return value
+
+
+def key_hash(store: Store, key: str) -> str:
+    return hmac.new(store.secret(), key.encode("utf-8"), hashlib.sha256).hexdigest()
+
+
+def create_key(
+    store: Store, user: str, groups: tuple[str, ...] = (), role: str = "reader", label: str = ""
+) -> tuple[str, ApiKey]:
+    """A new key for ``user``: (the key, shown once; its stored record)."""
+    if role not in ROLES:
+        raise CitelineError(f"Role '{role}' is not one of {', '.join(ROLES)}.")
+    user = check_name("User", user)
+    groups = tuple(dict.fromkeys(check_name("Group", g) for g in groups if g.strip()))
+    key_id = secrets.token_hex(6)
+    key = f"{KEY_PREFIX}{key_id}_{secrets.token_urlsafe(32)}"
+    record = ApiKey(
+        id=key_id,
+        user=user,
+        key_hash=key_hash(store, key),
+        groups=groups,
+        role=role,
+        created_at=time.time(),
+        label=label,
+    )
+    store.add_api_key(record)
+    return key, record
+
+
+def principal_of(record: ApiKey) -> Principal:
+    return Principal(user=record.user, groups=tuple(record.groups))
+
+
+def authenticate(store: Store, key: str | None) -> Caller:
+    """The caller a key stands for; AuthenticationError for a missing, wrong or revoked one."""
+    if not key:
+        raise AuthenticationError("No API key: send 'Authorization: Bearer KEY' (citeline keys create).")
+    if len(key) > 200 or not key.isascii():
+        raise AuthenticationError("The API key is not valid.")
+    digest = key_hash(store, key)
+    record = store.find_api_key(digest)
+    if record is None or not hmac.compare_digest(record.key_hash, digest):
+        raise AuthenticationError("The API key is not valid.")
+    if not record.active:
+        raise AuthenticationError("The API key was revoked.")
+    return Caller(principal_of(record), record.role, record.id)
+
+
+def revoke(store: Store, key_id: str) -> bool:
+    return store.revoke_api_key(key_id)
+
+
+def key_json(record: ApiKey) -> dict[str, object]:
+    """A key as listings show it: never the key or its hash."""
+    return {
+        "id": record.id,
+        "user": record.user,
+        "groups": list(record.groups),
+        "role": record.role,
+        "created_at": record.created_at,
+        "revoked_at": record.revoked_at,
+        "label": record.label,
+        "active": record.active,
+    }

@@ -1,0 +1,106 @@
+// citeline web page, part two: the trace panel and the documents page. Loaded after app.js (its
+// helpers: $, el, api, clear, state). Document text is set with textContent only.
+"use strict";
+
+// ---- the trace panel ----------------------------------------------------------------------------
+
+function table(head, rows) {
+  const t = el("table", { class: head.length > 2 ? "wide" : "" }, el("thead", {}, el("tr", {}, ...head.map((h) => el("th", { scope: "col", text: h })))));
+  const body = el("tbody");
+  for (const r of rows) body.append(el("tr", {}, ...r.map((v) => el("td", { text: String(v) }))));
+  t.append(body);
+  // narrow screens scroll the table, never the page
+  return el("div", { class: "scroll", tabindex: "0", role: "region", "aria-label": head.join(", ") }, t);
+}
+
+async function loadTrace() {
+  const box = $("trace-body");
+  if (!state.traceId || box.dataset.loaded === state.traceId) return;
+  clear(box);
+  try {
+    const t = await (await api("/v1/traces/" + encodeURIComponent(state.traceId))).json();
+    box.dataset.loaded = state.traceId;
+    const rel = t.relevance || {};
+    box.append(el("p", { text: "Generator " + t.generator + ", verifier " + t.verifier + ". Relevance " +
+      (rel.score !== undefined ? Number(rel.score).toFixed(2) : "?") + " (threshold " + t.threshold + ")" +
+      (t.refusal_reason ? ". Refused: " + t.refusal_reason : ".") }));
+    box.append(el("h3", { text: "Time per stage (ms)" }),
+      table(["stage", "ms"], Object.entries(t.timings_ms || {}).map(([k, v]) => [k, Number(v).toFixed(1)])));
+    box.append(el("h3", { text: "Passages given to the generator" }),
+      table(["n", "source", "heading", "span"], (t.context || []).map((h) => [h.n, h.source, h.heading, h.start + ":" + h.end])));
+    const fused = ((t.candidates || {}).fused || []).slice(0, 10);
+    box.append(el("h3", { text: "Top candidates after fusion" }),
+      table(["rank", "source", "heading", "score"], fused.map((h, i) => [i + 1, h.source, h.heading, Number(h.score).toFixed(4)])));
+    box.append(el("h3", { text: "Claim checks" }),
+      table(["sentence", "cites", "supported", "score"], (t.verification || []).map((v) => [v.text, v.citations.join(", "), v.supported ? "yes" : "no", Number(v.score).toFixed(2)])));
+  } catch (e) {
+    box.append(el("p", { class: "error", text: "Could not load the trace: " + (e.message || e) }));
+  }
+}
+
+// ---- documents ----------------------------------------------------------------------------------
+
+function sizeText(n) { return n > 1048576 ? (n / 1048576).toFixed(1) + " MB" : Math.max(1, Math.round(n / 1024)) + " KB"; }
+
+async function loadDocuments(reset) {
+  if (reset) { state.docsOffset = 0; clear($("docs-list")); }
+  try {
+    const page = await (await api("/v1/documents?limit=50&offset=" + state.docsOffset)).json();
+    for (const d of page.documents) {
+      const li = el("li", { "data-id": d.id },
+        el("span", { class: "title", text: d.title || d.source }),
+        el("span", { class: "info", text: d.collection + " / " + d.source + " — " + d.format + ", " + sizeText(d.size) +
+          (d.page_count ? ", " + d.page_count + " pages" : "") + " — readers: " + (d.acl.length ? d.acl.join(", ") : "everyone signed in") }));
+      if (d.deletable) {
+        li.append(el("button", { type: "button", class: "link", text: "Delete", "aria-label": "Delete " + d.source,
+          onclick: () => deleteDocument(d) }));
+      }
+      $("docs-list").append(li);
+    }
+    state.docsOffset += page.documents.length;
+    $("docs-count").textContent = page.total + " document" + (page.total === 1 ? "" : "s") + " you may read";
+    $("docs-more").hidden = state.docsOffset >= page.total;
+  } catch (e) {
+    if (state.key) $("upload-error").textContent = String(e.message || e);
+  }
+}
+
+async function deleteDocument(d) {
+  if (!window.confirm("Delete " + d.source + "?")) return;
+  try {
+    await api("/v1/documents/" + encodeURIComponent(d.id), { method: "DELETE" });
+    $("upload-status").textContent = "Deleted " + d.source + ".";
+    loadDocuments(true);
+  } catch (e) {
+    $("upload-error").textContent = String(e.message || e);
+  }
+}
+
+async function upload(form) {
+  $("upload-error").textContent = "";
+  const file = $("upload-file").files[0];
+  if (!file) return;
+  $("upload-button").disabled = true;
+  $("upload-status").textContent = "Uploading " + file.name + "…";
+  try {
+    const response = await api("/v1/documents", { method: "POST", body: new FormData(form) });
+    let body = await response.json();
+    if (response.status === 202) {
+      $("upload-status").textContent = "Indexing " + file.name + " in the background…";
+      for (;;) {
+        await new Promise((r) => setTimeout(r, 700));
+        body = await (await api(body.poll || "/v1/jobs/" + body.job.id)).json();
+        if (body.state === "failed") throw new Error(body.error);
+        if (body.state === "done") { body = body.result; break; }
+      }
+    }
+    $("upload-status").textContent = "Indexed " + file.name + ".";
+    form.reset();
+    loadDocuments(true);
+  } catch (e) {
+    $("upload-status").textContent = "";
+    $("upload-error").textContent = String(e.message || e);
+  } finally {
+    $("upload-button").disabled = false;
+  }
+}

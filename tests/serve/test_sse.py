@@ -1,0 +1,101 @@
+"""/v1/ask as Server-Sent Events: each sentence only after its claim check, removed sentences never
+as answer text, then the final answer object and the trace id, in that order.
+
+The scripted generator stands in for an LLM that writes one supported and one unsupported
+sentence; retrieval, the claim check and the server are the real ones.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator, Sequence
+from typing import Any
+
+import httpx
+
+from citeline.models import Draft, DraftSentence, Passage
+from citeline.retrieval.query import Query
+
+from .conftest import Corpus, bearer
+from .live import serving, variant
+
+INVENTED = "The gateway token was first rotated by hand in 1887 aboard a steamship."
+
+
+class HalfTrueGenerator:
+    """An 'LLM' that quotes passage [1] and then invents a claim citing it."""
+
+    name = "half-true"
+    context_tokens = 4000
+
+    def generate(self, question: Query | str, passages: Sequence[Passage]) -> Draft:
+        first = passages[0].chunk.text.split(". ")[0].strip().rstrip(".") + "."
+        return Draft((DraftSentence(first, (1,)), DraftSentence(INVENTED, (1,))), raw=first + " " + INVENTED)
+
+    def stream(self, question: Query | str, passages: Sequence[Passage]) -> Iterator[str]:
+        yield self.generate(question, passages).raw
+
+
+def events(url: str, key: str, question: str, **body: Any) -> list[tuple[str, dict[str, Any]]]:
+    out: list[tuple[str, dict[str, Any]]] = []
+    with (
+        httpx.Client(base_url=url, headers=bearer(key), timeout=120) as c,
+        c.stream(
+            "POST", "/v1/ask", json={"question": question, **body}, headers={"Accept": "text/event-stream"}
+        ) as r,
+    ):
+        assert r.status_code == 200 and r.headers["content-type"].startswith("text/event-stream")
+        name = None
+        for line in r.iter_lines():
+            if line.startswith("event:"):
+                name = line[6:].strip()
+            elif line.startswith("data:"):
+                assert name is not None
+                out.append((name, json.loads(line[5:])))
+                name = None
+    return out
+
+
+def test_stream_order_and_removed_sentence_never_shown(corpus: Corpus) -> None:
+    kb = variant(corpus.kb)
+    kb.use_generator(HalfTrueGenerator())  # type: ignore[arg-type]
+    with serving(kb, mcp=False) as url:
+        got = events(url, corpus.reader_key, "How often does the gateway token rotate?")
+    kinds = [k for k, _ in got]
+    assert kinds == ["sentence", "removed", "answer", "trace", "done"], kinds
+    sentence, removed, answer, trace = (d for _, d in got[:4])
+    assert INVENTED not in json.dumps(sentence)
+    assert removed["text"] == INVENTED and removed["reason"]
+    assert INVENTED not in answer["answer"]
+    assert [s["removed"] for s in answer["sentences"]] == [False, True]
+    assert sentence["citations"] == [1] and sentence["sources"][0]["n"] == 1
+    assert sentence["sources"][0]["source"] == answer["citations"][0]["source"]
+    assert trace["trace_id"] == answer["trace_id"] and answer["trace_id"]
+    kb.close()
+
+
+def test_stream_matches_the_json_answer(corpus: Corpus) -> None:
+    with serving(corpus.kb, mcp=False) as url:
+        got = events(url, corpus.reader_key, "What does error LDG-4012 mean?", stream=True)
+        with httpx.Client(base_url=url, headers=bearer(corpus.reader_key), timeout=120) as c:
+            plain = c.post("/v1/ask", json={"question": "What does error LDG-4012 mean?"}).json()
+    sentences = [d for k, d in got if k == "sentence"]
+    answer = next(d for k, d in got if k == "answer")
+    assert sentences and [k for k, _ in got][-3:] == ["answer", "trace", "done"]
+    kept = [s for s in answer["sentences"] if not s["removed"]]
+    assert [s["text"] for s in sentences] == [s["text"] for s in kept]
+    assert [s["citations"] for s in sentences] == [s["citations"] for s in kept]
+    assert answer["answer"] == plain["answer"] and answer["citations"] == plain["citations"]
+
+
+def test_refusal_streams_no_sentence(corpus: Corpus) -> None:
+    with serving(corpus.kb, mcp=False) as url:
+        got = events(url, corpus.reader_key, "Who won the 1974 chess olympiad in Nice?", stream=True)
+    assert [k for k, _ in got] == ["answer", "trace", "done"]
+    assert got[0][1]["refused"] is True
+
+
+def test_stream_errors_are_events(corpus: Corpus) -> None:
+    with serving(corpus.kb, mcp=False) as url:
+        got = events(url, corpus.reader_key, "?" * 2500, stream=True)
+    assert got[0][0] == "error" and "max_question_chars" in got[0][1]["error"]["message"]
