@@ -51,7 +51,7 @@ class OnnxPairScorer:
                 )
         self.batch_size = batch_size
         self._tokenizer = Tokenizer.from_file(str(tok))
-        self._tokenizer.enable_truncation(max_tokens, strategy="only_second")
+        self._tokenizer.enable_truncation(max_tokens, strategy="longest_first")  # a long question too
         self._tokenizer.enable_padding()
         self._session = cpu_session(model, threads)
         self._inputs = {i.name for i in self._session.get_inputs()}
