@@ -83,7 +83,7 @@ def split_of(doc: str, seed: int, pinned: str = "", dev: float = 0.1, test: floa
 
 def prefix_of(title: str, trail: Sequence[str]) -> str:
     """The heading context of a unit as the models see it: the last two headings, else the title."""
-    parts = [t for t in trail[-2:] if t]
+    parts = [" ".join(t.split()) for t in trail if t.strip()][-2:]
     return " > ".join(parts) if parts else (title or "")
 
 
@@ -436,6 +436,16 @@ def _interleave(per_manual: dict[str, list[Batch]], weights: dict[str, float]) -
         taken[m] += 1
 
 
+def repeated_texts(units: Sequence[Unit], min_docs: int = 2) -> set[str]:
+    """Normalised unit texts found in at least ``min_docs`` documents: site chrome, or text shared by
+    several pages (git's common options); never a question or premise, so no text crosses splits."""
+    docs: dict[str, set[str]] = defaultdict(set)
+    for u in units:
+        if u.kind != "window":
+            docs[C.norm(u.text)].add(u.doc)
+    return {t for t, d in docs.items() if len(d) >= min_docs}
+
+
 def plan_batches(
     units: Sequence[Unit],
     seed: int,
@@ -448,9 +458,12 @@ def plan_batches(
     """Batches of up to ``batch_size`` informative units of one section, in a seeded order that
     round-robins over documents within a manual and interleaves manuals by sqrt(#candidates)."""
     by_section: dict[tuple[str, str], list[Unit]] = defaultdict(list)
+    repeated = repeated_texts(units)
     for u in units:
         if u.kind == "window" or (u.trail and _TOC_SECTION.match(u.trail[-1].strip(" ¶"))):
             continue
+        if C.norm(u.text) in repeated:
+            continue  # site chrome repeated on many pages ("Documentation: rsyslog-doc project README")
         if informativeness(u.text, u.kind) >= min_score:
             by_section[(u.doc, u.section)].append(u)
     per_doc_batches: dict[str, list[Batch]] = defaultdict(list)
@@ -663,6 +676,7 @@ class Corpus:
             manual = self.by_doc[doc][0].manual
             self.docs_by_split_manual[(split[doc], manual)].append(doc)
         self.manuals = sorted({m for _, m in self.docs_by_split_manual})
+        self.repeated = repeated_texts(self.units)
 
     def random_other_manual(self, u: Unit, rng: random.Random) -> Unit | None:
         split = self.split[u.doc]
@@ -790,6 +804,7 @@ def reader_groups(
             context = prefix_of(unit.title, unit.trail)
             problem = question_problem(q, unit.text, examples, context)
             problem = problem or ("misaligned" if slip or off else None)
+            problem = problem or ("boilerplate" if C.norm(unit.text) in corpus.repeated else None)
             stats[f"question:{problem or 'kept'}"] += 1
             if problem:
                 continue
@@ -911,20 +926,20 @@ def template_question(unit: Unit, rng: random.Random) -> tuple[str, str] | None:
 def template_groups(
     corpus: Corpus, seed: int, limit: int, taken: set[str], stats: Counter[str]
 ) -> Iterator[dict[str, Any]]:
-    """Reader groups of template questions: seeded, at most 8 per document, spread over manuals."""
+    """Reader groups of template questions: seeded, at most 20 per document, spread over manuals."""
     per_manual: dict[str, list[tuple[Unit, str, str]]] = defaultdict(list)
     for doc in sorted(corpus.by_doc):
         rng = rng_for(seed, "template-doc", doc)
         found = []
         for u in corpus.by_doc[doc]:
-            if u.id in taken:
+            if u.id in taken or C.norm(u.text) in corpus.repeated:
                 continue
             tq = template_question(u, rng_for(seed, "template", u.id))
             if tq is not None:
                 found.append((u, *tq))
         rng.shuffle(found)
         if found:
-            per_manual[found[0][0].manual].extend(found[:8])
+            per_manual[found[0][0].manual].extend(found[:20])
     for manual in per_manual:
         rng_for(seed, "template-manual", manual).shuffle(per_manual[manual])
     total = sum(len(v) for v in per_manual.values())

@@ -27,6 +27,8 @@ def words(text: str) -> list[str]:
     return [w.strip(".-+").lower() for w in _WORD.findall(text) if w.strip(".-+")]
 
 
+_CAMEL = re.compile(r"\b[A-Z]?[a-z]+(?:[A-Z]+[a-z0-9]*)+\b")
+_CAMEL_PART = re.compile(r"[A-Z]+(?![a-z])|[A-Z]?[a-z0-9]+")
 _OPTION_TOKEN = re.compile(r"(?<![\w-])--?[A-Za-z][\w-]*")
 
 
@@ -34,6 +36,10 @@ def content_words(text: str) -> set[str]:
     """Lower-cased words that carry content; an identifier also counts as its parts
     ("retry_interval" gives retry_interval, retry, interval)."""
     out = {m.group(0).lower() for m in _OPTION_TOKEN.finditer(text)}
+    for m in _CAMEL.finditer(text):  # FlushOnTXEnd -> flush, tx, end
+        out.update(
+            p.lower() for p in _CAMEL_PART.findall(m.group(0)) if len(p) > 1 and p.lower() not in _STOP
+        )
     for w in words(text):
         if w in _STOP or len(w) < 2:
             continue
@@ -459,10 +465,11 @@ _PRONOUN_START = re.compile(r"^(?:it|this|that|these|those|they|he|she|which)\b"
 
 
 def _finish(text: str) -> str:
-    text = " ".join(text.split()).strip(" ,;:-")
+    text = " ".join(text.split()).lstrip(" ,;:").rstrip(" ,;:-")
     if not text:
         return ""
-    text = text[0].upper() + text[1:] if text[0].islower() and not re.match(r"[a-z]+_", text) else text
+    if text[0].islower() and not re.match(r"[a-z][\w.-]*[_.(]|[a-z]+[A-Z]", text):
+        text = text[0].upper() + text[1:]  # not an identifier (snake_case, dotted, call(), camelCase)
     return text if text.endswith((".", "!", "?")) else text + "."
 
 

@@ -15,6 +15,7 @@ from training.build_data import (
     Unit,
     checker_groups,
     informativeness,
+    prefix_of,
     question_problem,
     reader_groups,
     split_of,
@@ -440,3 +441,17 @@ def test_template_definition_for_man_page_options() -> None:
         template_question(_unit("Quoting can be used to disable special treatment."), random.Random(0))
         is None
     )
+
+
+def test_restatements_keep_leading_options_and_identifiers() -> None:
+    out = C.short_restatement("-t timeout Cause read to time out (or fail) if a line is not read in time.")
+    assert out is not None and out.startswith("-t timeout")
+    assert C.sub_clause("mod_rewrite rules are applied in order of appearance; later ones win.") == (
+        "mod_rewrite rules are applied in order of appearance."
+    )
+
+
+def test_prefix_of_skips_blank_headings() -> None:
+    assert prefix_of("Title", ("A", " ", "B")) == "A > B"
+    assert prefix_of("Title", (" ", "")) == "Title"
+    assert prefix_of("", ()) == ""
