@@ -136,7 +136,25 @@ def test_layout_table_is_walked_not_rendered() -> None:
         ("heading", "Left", ("Left",)),
         ("paragraph", "Left text.", ("Left",)),
         ("paragraph", "Right text.", ("Left",)),
-        ("table", "| a |\n| --- |", ("Left",)),
+        ("table", "| a |", ("Left",)),  # no <th>: no header row
+    ]
+
+
+def test_a_header_rule_only_under_a_row_of_th_cells() -> None:
+    from citeline.answer.units import passage_units
+
+    html = b"""<html><body><h1>Directives</h1>
+    <table><tr><th>Description:</th><td>Enables persistent connections</td></tr>
+    <tr><th>Default:</th><td>KeepAlive On</td></tr></table>
+    <table><tr><th>Name</th><th>Port</th></tr><tr><td>web</td><td>7443</td></tr></table></body></html>"""
+    doc = P.parse(html, Path("directives.html"))
+    tables = [doc.text[b.start : b.end] for b in doc.blocks if b.kind == "table"]
+    assert "---" not in tables[0] and "| --- | --- |" in tables[1]
+    rows = [u.text for t in tables for u in passage_units(t)]
+    assert rows == [
+        "Description: Enables persistent connections.",
+        "Default: KeepAlive On.",
+        "Name: web; Port: 7443.",
     ]
 
 

@@ -22,8 +22,15 @@ class Unit:
     kind: str
 
 
+_CELL_SPLIT = re.compile(r"(?<!\\)\|")
+
+
 def _cells(row: str) -> list[str]:
-    return [c.strip() for c in row.strip().strip("|").split("|")]
+    """A | a | b | row's cells; an escaped \\| stays in its cell as |."""
+    inner = row.strip()
+    inner = inner[1:] if inner.startswith("|") else inner
+    inner = inner[:-1] if inner.endswith("|") and not inner.endswith("\\|") else inner
+    return [c.strip().replace("\\|", "|") for c in _CELL_SPLIT.split(inner)]
 
 
 def readable(text: str) -> str:
@@ -47,7 +54,8 @@ def _units(doc_text: str) -> list[Unit]:
     header: list[str] | None = None
     in_code = False
     code_start = 0
-    for line in doc_text[start:end].split("\n"):
+    lines = doc_text[start:end].split("\n")
+    for i, line in enumerate(lines):
         a, b = pos, pos + len(line)
         pos = b + 1
         stripped = line.strip()
@@ -69,10 +77,19 @@ def _units(doc_text: str) -> list[Unit]:
                 continue
             cells = _cells(stripped)
             if header is None:
-                header = cells
-                continue
-            pairs = [f"{h}: {c}" for h, c in zip(header, cells, strict=False) if c]
-            units.append(Unit(a, b, "; ".join(pairs) + ".", "row"))
+                following = lines[i + 1].strip() if i + 1 < len(lines) else ""
+                if _TABLE_SEP.match(following) and following.startswith("|"):
+                    header = cells  # a header row is followed by its | --- | rule
+                    continue
+                header = []  # a table without a header: each row reads on its own
+            if header:
+                text = "; ".join(f"{h}: {c}" for h, c in zip(header, cells, strict=False) if c)
+            else:
+                filled = [c for c in cells if c]
+                label_first = len(filled) > 1 and filled[0].endswith(":")
+                text = f"{filled[0]} {'; '.join(filled[1:])}" if label_first else "; ".join(filled)
+            if text:
+                units.append(Unit(a, b, text.rstrip(".") + ".", "row"))
             continue
         header = None
         if _BULLET.match(line):

@@ -25,6 +25,15 @@ DATASETS = ("rgb", "rgb-positive", "conditionalqa", "scifact")
 DATASET_FOLDERS = {"rgb-positive": "rgb"}
 
 
+def _global_index() -> Path | None:
+    """`citeline --index DIR eval answers ...`: the index named before the command, if it was."""
+    root = click.get_current_context().find_root()
+    source = root.get_parameter_source("index")
+    if source in (click.core.ParameterSource.COMMANDLINE, click.core.ParameterSource.ENVIRONMENT):
+        return Path(root.params["index"])
+    return None
+
+
 def find_dataset(name: str) -> Path | None:
     """shared/datasets/<name>: under the ``datasets`` setting, else beside the checkout or a parent of cwd."""
     from citeline.settings import load_settings
@@ -181,6 +190,7 @@ def answers_command(
         raise click.UsageError("Give GOLDEN.jsonl, or --dataset to build one from a shared dataset.")
     if dataset is None and (limit is not None):
         raise click.UsageError("--limit applies to --dataset only.")
+    index = index or _global_index()
     scratch = Path(tempfile.mkdtemp(prefix="citeline-eval-"))
     notes: dict[str, Any] | None = None
     try:
@@ -207,7 +217,7 @@ def answers_command(
             docs_dir = docs
         with open_kb(index or scratch / "index", generator=generator) as kb:
             if docs_dir is not None:
-                report = kb.add([docs_dir])
+                report = kb.add([docs_dir], root=docs_dir)  # sources relative to the documents folder
                 if report.failed:
                     err.print(
                         f"[yellow]{len(report.failed)} documents could not be indexed[/]: {report.failed[:3]}"

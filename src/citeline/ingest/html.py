@@ -303,6 +303,7 @@ def _is_layout_table(tbl: Any) -> bool:
 
 def _table_text(tbl: Any) -> str:
     rows: list[list[str]] = []
+    header_row = False  # the first row is a header only when all its cells are <th>
     walker = etree.iterwalk(tbl, events=("start",))
     for _, el in walker:
         if el is tbl or not isinstance(el.tag, str):
@@ -311,6 +312,9 @@ def _table_text(tbl: Any) -> str:
             walker.skip_subtree()
         elif el.tag == "tr":
             cells: list[str] = []
+            if not rows:
+                kinds = [c.tag for c in el if c.tag in ("td", "th")]
+                header_row = bool(kinds) and all(k == "th" for k in kinds)
             for cell in el:
                 if cell.tag in ("td", "th"):
                     text = _inline(cell)[0].replace("\n", " ").replace("|", "\\|")
@@ -323,7 +327,8 @@ def _table_text(tbl: Any) -> str:
         return ""
     ncols = max(len(r) for r in rows)
     lines = ["| " + " | ".join(r + [""] * (ncols - len(r))) + " |" for r in rows]
-    lines.insert(1, "| " + " | ".join(["---"] * ncols) + " |")
+    if header_row:
+        lines.insert(1, "| " + " | ".join(["---"] * ncols) + " |")
     return "\n".join(lines)
 
 

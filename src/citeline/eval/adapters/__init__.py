@@ -96,16 +96,16 @@ def evaluate_dataset(
         shutil.rmtree(index)
     with open_kb(index, generator=generator) as kb:
         started = time.perf_counter()
-        report = kb.add([adapted.docs_dir])
+        report = kb.add([adapted.docs_dir], root=adapted.docs_dir)
         if report.failed:
             raise RuntimeError(f"{name}: could not index {report.failed[:3]}")
         # Documents of an earlier slice go after the add, so their cached vectors could be reused.
-        current = {os.path.abspath(p) for p in adapted.docs_dir.rglob("*.md")}
-        stale = [
-            d.source for d in kb.store.documents(Filter.admin()) if d.metadata.get("path") not in current
-        ]
-        if stale:
-            kb.remove(stale)
+        current = {
+            Path(os.path.relpath(p, adapted.docs_dir)).as_posix() for p in adapted.docs_dir.rglob("*.md")
+        }
+        for doc in kb.store.documents(Filter.admin()):
+            if doc.source not in current:  # another slice's, or indexed under an older identity
+                kb.store.remove_document(doc.id)
         indexing_s = time.perf_counter() - started
         result = evaluate_answers(
             kb, adapted.rows, k, docs_root=adapted.docs_dir, dataset=name, progress=progress
