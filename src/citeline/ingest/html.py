@@ -13,7 +13,7 @@ import textwrap
 from html import escape
 from html.parser import HTMLParser as _StdlibHTMLParser
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from lxml import etree
 from lxml import html as lxml_html
@@ -22,6 +22,7 @@ from citeline.errors import ParseError
 from citeline.ingest.base import BaseParser
 from citeline.ingest.blocks import assemble_blocks
 from citeline.ingest.decode import decode_bytes
+from citeline.ingest.manpage import man_page_blocks
 from citeline.models import BlockKind, ParsedDocument
 
 _SKIP_TAGS = frozenset(
@@ -332,6 +333,10 @@ def _table_text(tbl: Any) -> str:
     return "\n".join(lines)
 
 
+def _pre_text(el: Any) -> str:
+    return "".join(el.itertext()).replace("\r\n", "\n").replace(_BR, "")
+
+
 class _Walker:
     """Turns a content subtree into (kind, text, heading level) blocks in document order."""
 
@@ -371,6 +376,12 @@ class _Walker:
                 continue
             if tag in _CONTAINERS or tag in _PARAGRAPHS or tag in _HEADINGS or tag == "pre":
                 self.flush()
+            manual = man_page_blocks(_pre_text(el)) if tag == "pre" else None
+            if manual:  # a manual page in one <pre>: its sections and paragraphs
+                for kind, text, level in manual:
+                    self.add(cast(BlockKind, kind), text, level)
+                walker.skip_subtree()
+                continue
             whole = self.whole(el)
             if whole is not None:
                 kind, text, level = whole
@@ -389,8 +400,7 @@ class _Walker:
         if tag in _PARAGRAPHS:
             return "paragraph", _inline(el)[0], 0
         if tag == "pre":
-            code = "".join(el.itertext()).replace("\r\n", "\n").replace(_BR, "")
-            return "code", textwrap.dedent(code).strip(), 0
+            return "code", textwrap.dedent(_pre_text(el)).strip(), 0
         if tag in ("ul", "ol"):
             return "list", _list_text(el), 0
         if tag == "table" and not _is_layout_table(el):

@@ -23,7 +23,7 @@ from citeline.retrieval.filters import Filter
 from citeline.settings import Settings
 
 # Bump when parsing or chunking changes what a file turns into, so unchanged files are redone.
-PIPELINE_VERSION = "3"  # 2: PDF tables; 3: HTML tables get a header row only under <th> cells
+PIPELINE_VERSION = "4"  # 2: PDF tables; 3: HTML tables: header row only under <th>; 4: manual pages in <pre>
 
 Progress = Callable[[str, int], None]  # (event, amount): "file" per file, "chunks" per chunk embedded
 
