@@ -377,6 +377,53 @@ def flip_negation(claim: str, premise: str, rng: random.Random) -> str | None:
     return out if out != claim else None
 
 
+# ------------------------------------------------------------------------------- antonyms
+
+# A word swapped for its opposite keeps every number and name but reverses the meaning: the
+# checker must read the sentence, not count overlapping words ("limits" vs "unlimited").
+_OPPOSITES = [
+    ("at most", "at least"), ("more than", "less than"), ("more than", "fewer than"), ("up to", "at least"),
+    ("limited", "unlimited"), ("maximum", "minimum"), ("maximal", "minimal"), ("most", "least"),
+    ("higher", "lower"), ("larger", "smaller"), ("longer", "shorter"), ("greater", "smaller"),
+    ("increase", "decrease"), ("increases", "decreases"), ("increased", "decreased"),
+    ("before", "after"), ("first", "last"), ("earliest", "latest"), ("oldest", "newest"),
+    ("inbound", "outbound"), ("incoming", "outgoing"), ("local", "remote"), ("client", "server"),
+    ("clients", "servers"), ("sender", "recipient"), ("senders", "recipients"), ("read", "write"),
+    ("reads", "writes"), ("accept", "reject"), ("accepts", "rejects"), ("accepted", "rejected"),
+    ("allow", "deny"), ("allows", "denies"), ("include", "exclude"), ("includes", "excludes"),
+    ("start", "stop"), ("starts", "stops"), ("open", "close"), ("opens", "closes"),
+    ("optional", "mandatory"), ("synchronous", "asynchronous"), ("encrypted", "unencrypted"),
+    ("secure", "insecure"), ("success", "failure"), ("valid", "invalid"), ("upper", "lower"),
+    ("above", "below"), ("add", "remove"), ("adds", "removes"), ("added", "removed"),
+    ("ascending", "descending"), ("faster", "slower"), ("slow", "fast"), ("internal", "external"),
+    ("public", "private"), ("temporary", "permanent"), ("temporarily", "permanently"),
+    ("automatically", "manually"), ("explicitly", "implicitly"), ("same", "different"),
+    ("only", "also"), ("sent", "received"), ("send", "receive"), ("sends", "receives"),
+]  # fmt: skip
+_OPPOSITE: dict[str, str] = {}
+for _a, _b in _OPPOSITES:
+    _OPPOSITE.setdefault(_a, _b)
+    _OPPOSITE.setdefault(_b, _a)
+_OPPOSITE_RE = re.compile(
+    r"\b(" + "|".join(sorted(map(re.escape, _OPPOSITE), key=len, reverse=True)) + r")\b", re.IGNORECASE
+)
+
+
+def swap_antonym(claim: str, premise: str, rng: random.Random) -> str | None:
+    """Replace one word or phrase by its opposite ("at most" -> "at least", "local" -> "remote")."""
+    found = [
+        m for m in _OPPOSITE_RE.finditer(claim) if _OPPOSITE[m.group(1).lower()].lower() not in claim.lower()
+    ]
+    if not found:
+        return None
+    m = rng.choice(found)
+    word = m.group(1)
+    other = _OPPOSITE[word.lower()]
+    if word[0].isupper():
+        other = other[0].upper() + other[1:]
+    return claim[: m.start()] + other + claim[m.end() :]
+
+
 # ------------------------------------------------------------------------------- added entity
 
 PERSONS = (
@@ -527,7 +574,7 @@ def keeps_facts(source: str, rewrite: str) -> bool:
 
 Corruption = Callable[[str, str, random.Random], "str | None"]
 
-CORRUPTION_KINDS = ("number", "unit", "date", "negation", "name", "added_entity")
+CORRUPTION_KINDS = ("number", "unit", "date", "negation", "antonym", "name", "added_entity")
 
 
 def corrupt(
@@ -546,6 +593,8 @@ def corrupt(
         out = change_date(claim, premise, rng)
     elif kind == "negation":
         out = flip_negation(claim, premise, rng)
+    elif kind == "antonym":
+        out = swap_antonym(claim, premise, rng)
     elif kind == "name":
         out = swap_name(claim, premise, rng, vocabulary or {})
     elif kind == "added_entity":

@@ -233,6 +233,8 @@ class Answer:
     relevance: float = 0.0
     refusal_reason: str | None = None
     confidence: float | None = None
+    #: the trained reader's best score over the context (None without a reader)
+    reader_score: float | None = None
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -248,4 +250,5 @@ class Answer:
             "relevance": round(self.relevance, 4),
             "refusal_reason": self.refusal_reason,
             "confidence": None if self.confidence is None else round(self.confidence, 4),
+            "reader_score": None if self.reader_score is None else round(self.reader_score, 4),
         }

@@ -188,6 +188,7 @@ class Answerer:
             trace_id=trace_id,
             timings_ms=timings,
             confidence=None if draft is None else draft.confidence,
+            reader_score=None if reading is None else reading.best,
         )
 
     def _stream(self, question: Query, passages: list[Passage], on_text: Callable[[str], None]) -> Draft:

@@ -1,11 +1,14 @@
-"""Choosing the refusal threshold from data.
+"""Choosing the refusal thresholds from data.
 
-Each question is asked once with both thresholds disabled: the relevance guard
-(before generation) and the extractive answer floor (the best sentence's score).
-Its relevance, its answer confidence, and whether anything else refused it (a
-missing identifier, no supported sentence) are recorded. Refusal at thresholds
-(t, f) is then "refused otherwise, or relevance < t, or confidence < f", so every
-pair is evaluated without asking again.
+Each question is asked once with the thresholds disabled: the relevance guard (before
+generation), the extractive answer floor (the best sentence's score) and, with a reader, the
+reader guard (its best unit's score). Its relevance, answer confidence, reader score, and whether
+anything else refused it (a missing identifier, no supported sentence) are recorded. Refusal at
+thresholds (t, f) is then "refused otherwise, or relevance < t, or confidence < f"; with a reader,
+"refused otherwise, or reader score < r". Every value is evaluated without asking again.
+
+With a reader, the suggested reader threshold maximises refusal recall plus the share of
+answerable questions not refused (balanced accuracy); ties go to the lower threshold.
 """
 
 from __future__ import annotations
@@ -20,6 +23,7 @@ from citeline.kb import KnowledgeBase
 from citeline.retrieval.filters import Filter
 
 THRESHOLDS = [round(0.30 + 0.02 * i, 3) for i in range(21)]
+READER_THRESHOLDS = [round(0.02 * i, 2) for i in range(1, 50)]
 FLOORS = [round(0.20 + 0.05 * i, 3) for i in range(7)]
 
 
@@ -28,9 +32,15 @@ def load_questions(path: Path) -> list[dict[str, Any]]:
     for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
         if line.strip():
             try:
-                rows.append(json.loads(line))
+                row = json.loads(line)
             except json.JSONDecodeError as exc:
                 raise ValueError(f"{path}:{n}: not JSON ({exc})") from exc
+            # golden-set rows (citeline eval answers) carry their gold source in evidence
+            if "source" not in row and row.get("evidence"):
+                row["source"] = row["evidence"][0]["source"]
+            if "answer" not in row and row.get("answers"):
+                row["answer"] = row["answers"][0]
+            rows.append(row)
     return rows
 
 
@@ -43,7 +53,9 @@ def _cites_gold(answer_sources: list[str], gold: str | None) -> bool:
 def observe(kb: KnowledgeBase, questions: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """Ask each question with the threshold off; record what every threshold needs."""
     # A second wiring of the same index with both thresholds off (the generator is rebuilt with it).
-    settings = dataclasses.replace(kb.settings, refusal_threshold=0.0, min_answer_score=0.0, trace=False)
+    settings = dataclasses.replace(
+        kb.settings, refusal_threshold=0.0, min_answer_score=0.0, reader_threshold=0.0, trace=False
+    )
     answerer = Components(settings, kb.store, embedder=kb.embedder).answerer()
     rows = []
     for q in questions:
@@ -56,6 +68,7 @@ def observe(kb: KnowledgeBase, questions: list[dict[str, Any]]) -> list[dict[str
                 "answerable": bool(q.get("answerable")),
                 "relevance": answer.relevance,
                 "confidence": 1.0 if answer.confidence is None else answer.confidence,
+                "reader": answer.reader_score,
                 "refused_otherwise": answer.refused,
                 "cites_gold": _cites_gold(sources, q.get("source")),
                 "answer_correct": bool(expected)
@@ -108,11 +121,51 @@ def choose(table: list[dict[str, Any]]) -> tuple[float, float]:
     return float(best["threshold"]), float(best["floor"])
 
 
+def sweep_reader(
+    rows: list[dict[str, Any]], thresholds: list[float] = READER_THRESHOLDS
+) -> list[dict[str, Any]]:
+    table = []
+    unanswerable = [r for r in rows if not r["answerable"]]
+    answerable = [r for r in rows if r["answerable"]]
+    for t in thresholds:
+        refused = [r for r in rows if r["refused_otherwise"] or (r["reader"] or 0.0) < t]
+        ids = {id(r) for r in refused}
+        true_refusals = sum(1 for r in refused if not r["answerable"])
+        table.append(
+            {
+                "reader_threshold": t,
+                "refusal_precision": true_refusals / len(refused) if refused else 1.0,
+                "refusal_recall": true_refusals / len(unanswerable) if unanswerable else 1.0,
+                "false_refusal_rate": (len(refused) - true_refusals) / len(answerable) if answerable else 0.0,
+                "answered_with_gold": sum(1 for r in answerable if id(r) not in ids and r["cites_gold"])
+                / max(1, len(answerable)),
+            }
+        )
+    return table
+
+
+def choose_reader(table: list[dict[str, Any]]) -> float:
+    best = max(
+        table, key=lambda r: (r["refusal_recall"] + 1.0 - r["false_refusal_rate"], -r["reader_threshold"])
+    )
+    return float(best["reader_threshold"])
+
+
 def calibrate_refusal(kb: KnowledgeBase, questions_path: Path) -> dict[str, Any]:
     rows = observe(kb, load_questions(questions_path))
     table = sweep(rows)
     threshold, floor = choose(table)
+    if any(r["reader"] is not None for r in rows):
+        reader_table = sweep_reader(rows)
+        extra: dict[str, Any] = {
+            "current_reader_threshold": kb.settings.reader_threshold,
+            "suggested_reader_threshold": choose_reader(reader_table),
+            "reader_table": reader_table,
+        }
+    else:
+        extra = {}
     return {
+        **extra,
         "questions": len(rows),
         "answerable": sum(r["answerable"] for r in rows),
         "current_threshold": kb.settings.refusal_threshold,
@@ -125,6 +178,19 @@ def calibrate_refusal(kb: KnowledgeBase, questions_path: Path) -> dict[str, Any]
 
 
 def format_table(result: dict[str, Any]) -> str:
+    if "reader_table" in result:
+        lines = [
+            f"{result['questions']} questions ({result['answerable']} answerable), with the reader",
+            f"current: reader_threshold {result['current_reader_threshold']}",
+            f"suggested: reader_threshold {result['suggested_reader_threshold']}",
+            "reader_threshold  refusal_P  refusal_R  false_refusals  answered_with_gold",
+        ]
+        lines += [
+            f"{r['reader_threshold']:>16.2f}  {r['refusal_precision']:>9.3f}  {r['refusal_recall']:>9.3f}  "
+            f"{r['false_refusal_rate']:>14.3f}  {r['answered_with_gold']:>18.3f}"
+            for r in result["reader_table"]
+        ]
+        return "\n".join(lines)
     lines = [
         f"{result['questions']} questions ({result['answerable']} answerable)",
         f"current: refusal_threshold {result['current_threshold']}, min_answer_score {result['current_floor']}",
