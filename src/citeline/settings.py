@@ -76,16 +76,23 @@ class Settings:
     cache: str = _opt("", "folder for caches: models, evaluation indexes, data ('' = ~/.cache/citeline)")
     model_cache: str = _opt("", "folder for assembled local model files ('' = CACHE/models)")
     reader: str = _opt(
-        "none",
+        "citeline",
         "reader that scores answer units (registry spec, 'citeline' = our trained model) or none",
         backend="reader",
         none_ok=True,
     )
     reader_units: int = _opt(20, "units the reader scores per question (cheaply pre-ranked)", min=1)
     reader_threshold: float = _opt(
-        0.5, "refuse when the reader's best unit scores below this (with a reader)", min=0.0, max=1.0
+        # chosen on evalsets/postfix/dev.jsonl + tests/data/questions.jsonl pooled (citeline calibrate
+        # on each; the highest refusal recall + answered share, README "Refusal thresholds")
+        0.12,
+        "refuse when the reader's best unit scores below this (with a reader)",
+        min=0.0,
+        max=1.0,
     )
-    verifier: str = _opt("heuristic", "claim checker (registry spec)", backend="verifier")
+    verifier: str = _opt(
+        "checker", "claim checker (registry spec): checker (trained), heuristic, llm", backend="verifier"
+    )
     checker_threshold: float = _opt(
         0.5, "checker verifier: a sentence is supported at this entailment probability", min=0.0, max=1.0
     )

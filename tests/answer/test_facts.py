@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from citeline.answer.facts import missing_facts
+from citeline.answer.facts import missing_facts, neutral_numbers
 
 PASSAGE_SIZE = "The maximum size is 4 MB per message."
 PASSAGE_TIME = "The timeout defaults to 5 minutes."
@@ -37,7 +37,27 @@ PASSAGE_TIME = "The timeout defaults to 5 minutes."
         ("In 2021 revenue grew.", "In 2023 revenue grew.", ["2021"]),
         ("Retries happen twice.", "The client retries 2 times.", []),
         ("About 25% of messages bounce.", "A quarter (25 percent) of messages bounce.", []),
+        ("The server accepts an unlimited number of recipients.", "The default limit is 1000.", ["no limit"]),
+        ("There is no limit on recipients.", "By default there is no upper limit on recipients.", []),
+        ("Retries are unbounded.", "Retries continue without any limit.", []),
     ],
 )
 def test_missing_facts(sentence: str, passage: str, missing: list[str]) -> None:
     assert missing_facts(sentence, passage) == missing
+
+
+@pytest.mark.parametrize(
+    ("claim", "premise", "expected"),
+    [
+        ("The default is 500.", "Default: 500", ("The default is 17.", "Default: 17")),
+        ("The default is 5000.", "Default: 500", ("The default is 17.", "Default: 23")),
+        ("It holds 1,000 jobs.", "It holds 1000 jobs.", ("It holds 17 jobs.", "It holds 17 jobs.")),
+        # years, decimals, codes and identifiers keep their digits
+        ("Released in 2024.", "Released in 2024.", ("Released in 2024.", "Released in 2024.")),
+        ("Error LDG-4012 at 4.5 MB.", "LDG-4012: 4.5 MB", ("Error LDG-4012 at 4.5 MB.", "LDG-4012: 4.5 MB")),
+        ("Use utf8 and ipv6.", "utf8, ipv6", ("Use utf8 and ipv6.", "utf8, ipv6")),
+        ("Wait 45s.", "45 s", ("Wait 17s.", "17 s")),
+    ],
+)
+def test_neutral_numbers(claim: str, premise: str, expected: tuple[str, str]) -> None:
+    assert neutral_numbers(claim, premise) == expected

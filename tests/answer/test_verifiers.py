@@ -10,7 +10,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from citeline.answer.verify import HeuristicVerifier, JudgeVerifier, NliVerifier
+from citeline.answer.verify import Cited, HeuristicVerifier, JudgeVerifier, NliVerifier
 from citeline.embedding import make_embedder
 from citeline.errors import ConfigError
 
@@ -86,11 +86,11 @@ def test_nli_verifier_loads_a_local_model_and_checks_entailment(tmp_path: Path) 
     _tiny_nli(tmp_path)
     nli = NliVerifier(tmp_path)
     doc = "The pump is red. The pump is blue."
-    cited = [(1, doc, 100)]
+    cited = [Cited(1, doc, 100)]
     yes = nli.check("the pump is blue", cited)
     assert yes.supported and yes.score > 0.9
     assert yes.quotes[1] == (100 + doc.index("The pump is blue."), 100 + len(doc))  # the entailing unit
-    no = nli.check("the pump is red", [(1, "the pump is blue", 0)])
+    no = nli.check("the pump is red", [Cited(1, "the pump is blue", 0)])
     assert not no.supported and no.score < 0.1
     assert not nli.check("the pump is blue", []).supported
 
@@ -115,16 +115,16 @@ def test_llm_judge_parses_the_verdict_and_keeps_heuristic_quotes() -> None:
 
     verifier = JudgeVerifier(Judge(), heuristic)
     text = "Setup takes two minutes. The alpha queue holds 450 jobs."
-    ok = verifier.check("The queue holds 450 jobs.", [(1, text, 10)])
+    ok = verifier.check("The queue holds 450 jobs.", [Cited(1, text, 10)])
     assert ok.supported and ok.quotes[1] == (10 + text.index("The alpha"), 10 + len(text))
     assert "<passage>" in prompts[0] and "The queue holds 450 jobs." in prompts[0]
-    assert not verifier.check("The queue holds 9 jobs.", [(1, "Nothing relevant here.", 0)]).supported
+    assert not verifier.check("The queue holds 9 jobs.", [Cited(1, "Nothing relevant here.", 0)]).supported
 
 
 def test_heuristic_catches_invented_numbers_and_wrong_passages() -> None:
     v = HeuristicVerifier(make_embedder("minilm-int8"))
     passage = "Local passwords must be at least 14 characters long."
-    assert v.check("Passwords must be at least 14 characters long.", [(1, passage, 0)]).supported
-    wrong_number = v.check("Passwords must be at least 12 characters long.", [(1, passage, 0)])
+    assert v.check("Passwords must be at least 14 characters long.", [Cited(1, passage, 0)]).supported
+    wrong_number = v.check("Passwords must be at least 12 characters long.", [Cited(1, passage, 0)])
     assert not wrong_number.supported and "12" in wrong_number.reason
-    assert not v.check("The audit log is kept for 400 days.", [(1, passage, 0)]).supported
+    assert not v.check("The audit log is kept for 400 days.", [Cited(1, passage, 0)]).supported

@@ -11,7 +11,7 @@ import pytest
 from click.testing import CliRunner
 
 import citeline
-from citeline.answer.verify import Support
+from citeline.answer.verify import Cited, Support
 from citeline.eval.answers import (
     NO_JUDGE,
     SAME_JUDGE,
@@ -494,8 +494,8 @@ class _StrictJudge:
 
     name = "strict-substring"
 
-    def check(self, sentence: str, cited: Sequence[tuple[int, str, int]]) -> Support:
-        ok = any(sentence.strip() in text for _, text, _ in cited)
+    def check(self, sentence: str, cited: Sequence[Cited]) -> Support:
+        ok = any(sentence.strip() in c.text for c in cited)
         return Support(ok, 1.0 if ok else 0.0, {})
 
 

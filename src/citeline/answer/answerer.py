@@ -18,7 +18,7 @@ from citeline.answer.generators.base import Generator
 from citeline.answer.prompt import near_refusal, parse_free_text
 from citeline.answer.reader import Reader, Reading, reading_json
 from citeline.answer.relevance import Relevance, assess
-from citeline.answer.verify import Support, Verifier
+from citeline.answer.verify import Cited, Support, Verifier
 from citeline.errors import InvalidQuestionError
 from citeline.index.base import Store
 from citeline.index.sqlite import text_hash
@@ -215,13 +215,11 @@ class Answerer:
             return "nothing retrieved"
         if relevance.missing_identifiers:
             return f"not in any retrieved passage: {', '.join(relevance.missing_identifiers)}"
-        if reading is not None:
-            threshold = self.settings.reader_threshold
-            if reading.best < threshold:
-                return f"reader score {reading.best:.2f} below threshold {threshold:.2f}"
-            return None
         if relevance.score < self.settings.refusal_threshold:
             return f"relevance {relevance.score:.2f} below threshold {self.settings.refusal_threshold:.2f}"
+        # the reader's threshold was chosen with the relevance guard in front of it (calibration.py)
+        if reading is not None and reading.best < self.settings.reader_threshold:
+            return f"reader score {reading.best:.2f} below threshold {self.settings.reader_threshold:.2f}"
         return None
 
     def _resolve(
@@ -271,7 +269,11 @@ class Answerer:
                     continue
                 valid = tuple(n for n in dict.fromkeys(s.citations) if n in by_number)
                 dropped += [n for n in s.citations if n not in by_number]
-                cited = [(n, by_number[n].chunk.text, by_number[n].chunk.start) for n in valid]
+                cited = [
+                    Cited(n, c.text, c.start, " > ".join(c.heading_trail[-2:]))
+                    for n in valid
+                    for c in (by_number[n].chunk,)
+                ]
                 support = self.verifier.check(text, cited)
                 if support.supported:  # its numbers, dates and names must be in what it cites
                     missing = missing_facts(text, "\n".join(by_number[n].chunk.index_text for n in valid))

@@ -13,9 +13,10 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from citeline.answer.citations import unescape_markers
 from citeline.answer.reader import PACKAGED, CrossEncoderModel, packaged_model
 from citeline.answer.units import Unit, passage_units
-from citeline.answer.verify import Support
+from citeline.answer.verify import Cited, Support
 
 if TYPE_CHECKING:
     from citeline.registry import BuildContext
@@ -45,11 +46,15 @@ class TrainedChecker:
         self.model = model
         self.threshold = threshold
 
-    def check(self, sentence: str, cited: Sequence[tuple[int, str, int]]) -> Support:
+    def check(self, sentence: str, cited: Sequence[Cited]) -> Support:
         if not cited:
             return Support(False, 0.0, {}, "no valid citation")
-        found = [p for n, text, start in cited for p in premises(n, text, start)]
-        probs = self.model.checker_scores(sentence, [u.text for _, u in found])
+        found = [p for c in cited for p in premises(c.n, c.text, c.start)]
+        context = {c.n: c.context for c in cited}
+        # as in training, each premise is read after its headings ("Sync Options: Retries use ...")
+        texts = [f"{context[n]}: {u.text}" if context[n] else u.text for n, u in found]
+        # a marker the document wrote is escaped in the answer (⟦7⟧) and plain in the passage ([7])
+        probs = self.model.checker_scores(unescape_markers(sentence), texts)
         quotes: dict[int, tuple[int, int]] = {}
         for n in dict.fromkeys(n for n, _ in found):
             idx = [i for i, (m, u) in enumerate(found) if m == n and u.kind != "passage"]

@@ -98,6 +98,12 @@ def escape_markers(text: str) -> str:
 # --------------------------------------------------------------------------- sentences
 
 
+def unescape_markers(text: str) -> str:
+    """The document's own spelling of escaped markers (``⟦7⟧`` -> ``[7]``), for comparing a sentence
+    with the passage it quotes; never for text that will be parsed for citations."""
+    return re.sub(r"⟦([^⟦⟧]*)⟧", r"[\1]", text)
+
+
 def _sentence_spans(line: str) -> list[tuple[int, int]]:
     if not line.strip():
         return []

@@ -1,6 +1,6 @@
 """The facts a sentence states (numbers with their units, dates, names) and whether its cited
 passage states them too, after normalisation: "4MB" = "4 MB" = "four megabytes", "5min" =
-"5 minutes" = "300 seconds", "March 3" = "3 March". A sentence whose facts are not in the
+"5 minutes" = "300 seconds", "March 3" = "3 March"; "unlimited" counts as a value. A sentence whose facts are not in the
 passage it cites is never marked supported, whatever the claim checker says (an invented person's
 name or a changed number must not pass).
 """
@@ -57,6 +57,11 @@ _ISO = re.compile(r"\b(\d{4})-(\d{2})-(\d{2})\b")
 _CODE = re.compile(
     r"\b(?=[\w.-]*[A-Za-z])(?=[\w.-]*(?:\d|_|[a-z]\.[a-z]))[\w]+(?:[._-][\w]+)+\b|\b[A-Za-z]+\d[\w-]*\b"
 )
+# "No limit" is a value too: a claim that something is unlimited needs a passage that says so.
+_UNBOUNDED = re.compile(
+    r"\b(?:unlimited|unbounded|infinite(?:ly)?|limitless|no (?:upper )?limit|without (?:a |any )?limit)\b",
+    re.IGNORECASE,
+)
 _NAME = re.compile(r"\b[A-Z][a-zA-Z0-9]*(?:[-'][A-Za-z0-9]+)*\b")
 _SKIP_NAMES = frozenset(
     "i a an the this that these those it its if when while then there here what which who how why where "
@@ -100,6 +105,8 @@ class Facts:
     quantities: tuple[Quantity, ...]
     dates: frozenset[str]
     names: frozenset[str]
+    #: the sentence says something has no limit
+    unbounded: bool = False
 
 
 def _quantities(text: str) -> list[Quantity]:
@@ -152,7 +159,12 @@ def _names(text: str) -> set[str]:
 
 
 def facts(text: str) -> Facts:
-    return Facts(tuple(_quantities(text)), frozenset(_dates(text)), frozenset(_names(text)))
+    return Facts(
+        tuple(_quantities(text)),
+        frozenset(_dates(text)),
+        frozenset(_names(text)),
+        bool(_UNBOUNDED.search(text)),
+    )
 
 
 def _squash(text: str) -> str:
@@ -175,6 +187,39 @@ def missing_facts(sentence: str, passage: str) -> list[str]:
         if not present:
             missing.append(q.text)
     missing += sorted(said.dates - source.dates)
+    if said.unbounded and not source.unbounded:
+        missing.append("no limit")
     squashed = _squash(passage)
     missing += [n for n in sorted(said.names) if _squash(n) not in squashed]
     return missing
+
+
+# Stand-ins for the numbers of a (claim, premise) pair: uncommon values, so that the checker
+# compares the two sides instead of judging a number by how it looks (trained on rule-made
+# corruptions, it learned that round numbers such as 500 are often the changed ones).
+_STAND_INS = (17, 23, 31, 43, 59, 67, 71, 83, 97, 113, 127, 137, 149, 163, 173, 181, 191, 199)
+_PLAIN_NUMBER = re.compile(r"(?<![\w.,-])\d{1,3}(?:,\d{3})+(?![\d,])|(?<![\w.,-])\d+(?![\d,]|\.\d)")
+
+
+def _is_year(number: str) -> bool:
+    return len(number) == 4 and 1900 <= int(number) <= 2100
+
+
+def neutral_numbers(first: str, second: str) -> tuple[str, str]:
+    """Both texts with each plain whole number replaced by a stand-in, the same number by the same
+    stand-in on both sides ("500" and "500" stay equal, "500" and "5000" stay different). Years,
+    decimals and numbers inside words or codes are left alone."""
+    mapping: dict[str, str] = {}
+
+    def swap(match: re.Match[str]) -> str:
+        raw = match.group(0)
+        key = raw.replace(",", "")
+        if _is_year(key):
+            return raw
+        if key not in mapping:
+            if len(mapping) >= len(_STAND_INS):
+                return raw
+            mapping[key] = str(_STAND_INS[len(mapping)])
+        return mapping[key]
+
+    return _PLAIN_NUMBER.sub(swap, first), _PLAIN_NUMBER.sub(swap, second)

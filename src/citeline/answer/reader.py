@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 import numpy.typing as npt
 
+from citeline.answer.facts import neutral_numbers
 from citeline.answer.prompt import near_refusal
 from citeline.answer.units import Unit, passage_units
 from citeline.errors import ConfigError
@@ -67,7 +68,11 @@ class CrossEncoderModel:
         return self._probabilities("reader", question, units)
 
     def checker_scores(self, claim: str, premises: Sequence[str]) -> npt.NDArray[np.float32]:
-        return self._probabilities("checker", claim, premises)
+        if not premises:
+            return np.zeros(0, dtype=np.float32)
+        pairs = [neutral_numbers(claim, p) for p in premises]
+        logits = self.pairs.logits([(self.prefixes["checker"] + c, p) for c, p in pairs])
+        return _sigmoid(logits[:, -1])
 
 
 _MODELS: dict[Path, CrossEncoderModel] = {}

@@ -13,7 +13,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, NamedTuple, Protocol
 
 import numpy as np
 import numpy.typing as npt
@@ -40,11 +40,23 @@ class Support:
     reason: str = ""
 
 
+class Cited(NamedTuple):
+    """One passage a sentence cites."""
+
+    n: int
+    text: str
+    #: where ``text`` starts in its document (quotes are document offsets)
+    start: int
+    #: the passage's last two headings ("Sync Options > Retries"), read before each unit by the
+    #: trained checker as in its training data; the subject of a passage often lives there
+    context: str = ""
+
+
 class Verifier(Protocol):
     name: str
 
-    def check(self, sentence: str, cited: Sequence[tuple[int, str, int]]) -> Support:
-        """``cited``: (passage number, passage text, passage start in its document) per citation."""
+    def check(self, sentence: str, cited: Sequence[Cited]) -> Support:
+        """``cited``: the passages the sentence cites, one per citation number."""
         ...
 
 
@@ -57,7 +69,7 @@ class HeuristicVerifier:
         self.embedder = embedder
         self.threshold = threshold
 
-    def check(self, sentence: str, cited: Sequence[tuple[int, str, int]]) -> Support:
+    def check(self, sentence: str, cited: Sequence[Cited]) -> Support:
         if not cited:
             return Support(False, 0.0, {}, "no valid citation")
         all_units = _all_units(cited)
@@ -69,7 +81,7 @@ class HeuristicVerifier:
             best = idx[int(np.argmax(sims[idx]))]
             quotes[n] = (all_units[best][1].start, all_units[best][1].end)
         similarity = float(sims.max()) if len(sims) else 0.0
-        evidence = "\n".join(text for _, text, _ in cited)
+        evidence = "\n".join(c.text for c in cited)
         lowered = evidence.lower()
         words = evidence_words(lowered)
         numbers = _NUMBER.findall(sentence)
@@ -83,11 +95,11 @@ class HeuristicVerifier:
         return Support(supported, score, quotes, "" if supported else "weak overlap with the cited passage")
 
 
-def _all_units(cited: Sequence[tuple[int, str, int]]) -> list[tuple[int, Unit]]:
+def _all_units(cited: Sequence[Cited]) -> list[tuple[int, Unit]]:
     units: list[tuple[int, Unit]] = []
-    for n, text, start in cited:
-        found = passage_units(text, start) or [Unit(start, start + len(text), text, "sentence")]
-        units.extend((n, u) for u in found)
+    for c in cited:
+        found = passage_units(c.text, c.start) or [Unit(c.start, c.start + len(c.text), c.text, "sentence")]
+        units.extend((c.n, u) for u in found)
     return units
 
 
@@ -123,14 +135,14 @@ class NliVerifier:
         probs: npt.NDArray[np.float32] = (exp / exp.sum(axis=1, keepdims=True))[:, self.entailment]
         return probs
 
-    def check(self, sentence: str, cited: Sequence[tuple[int, str, int]]) -> Support:
+    def check(self, sentence: str, cited: Sequence[Cited]) -> Support:
         if not cited:
             return Support(False, 0.0, {}, "no valid citation")
         units = _all_units(cited)
-        premises = [u.text for _, u in units] + [text for _, text, _ in cited]
+        premises = [u.text for _, u in units] + [c.text for c in cited]
         probs = self.entailment_probabilities(premises, sentence)
         quotes: dict[int, tuple[int, int]] = {}
-        for n, _, _ in cited:
+        for n in (c.n for c in cited):
             idx = [i for i, (m, _) in enumerate(units) if m == n]
             if idx:
                 best = idx[int(np.argmax(probs[idx]))]
@@ -160,10 +172,10 @@ class JudgeVerifier:
         self.model = model
         self.locate = locate
 
-    def check(self, sentence: str, cited: Sequence[tuple[int, str, int]]) -> Support:
+    def check(self, sentence: str, cited: Sequence[Cited]) -> Support:
         if not cited:
             return Support(False, 0.0, {}, "no valid citation")
-        passage = "\n\n".join(text for _, text, _ in cited)
+        passage = "\n\n".join(c.text for c in cited)
         reply = self.model.complete(user(JUDGE_PROMPT.format(passage=passage, claim=sentence)), max_tokens=4)
         verdict = reply.strip().strip(".!*\"' ").upper()
         supported = verdict.startswith("YES")

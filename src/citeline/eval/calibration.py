@@ -5,7 +5,8 @@ generation), the extractive answer floor (the best sentence's score) and, with a
 reader guard (its best unit's score). Its relevance, answer confidence, reader score, and whether
 anything else refused it (a missing identifier, no supported sentence) are recorded. Refusal at
 thresholds (t, f) is then "refused otherwise, or relevance < t, or confidence < f"; with a reader,
-"refused otherwise, or reader score < r". Every value is evaluated without asking again.
+"refused otherwise, or relevance below its setting, or reader score < r". Every value is evaluated
+without asking again.
 
 With a reader, the suggested reader threshold maximises refusal recall plus the share of
 answerable questions not refused (balanced accuracy); ties go to the lower threshold.
@@ -122,13 +123,18 @@ def choose(table: list[dict[str, Any]]) -> tuple[float, float]:
 
 
 def sweep_reader(
-    rows: list[dict[str, Any]], thresholds: list[float] = READER_THRESHOLDS
+    rows: list[dict[str, Any]], relevance_threshold: float, thresholds: list[float] = READER_THRESHOLDS
 ) -> list[dict[str, Any]]:
+    """Refusal at each reader threshold, with the relevance guard kept at its setting (it runs first)."""
     table = []
     unanswerable = [r for r in rows if not r["answerable"]]
     answerable = [r for r in rows if r["answerable"]]
     for t in thresholds:
-        refused = [r for r in rows if r["refused_otherwise"] or (r["reader"] or 0.0) < t]
+        refused = [
+            r
+            for r in rows
+            if r["refused_otherwise"] or r["relevance"] < relevance_threshold or (r["reader"] or 0.0) < t
+        ]
         ids = {id(r) for r in refused}
         true_refusals = sum(1 for r in refused if not r["answerable"])
         table.append(
@@ -156,7 +162,7 @@ def calibrate_refusal(kb: KnowledgeBase, questions_path: Path) -> dict[str, Any]
     table = sweep(rows)
     threshold, floor = choose(table)
     if any(r["reader"] is not None for r in rows):
-        reader_table = sweep_reader(rows)
+        reader_table = sweep_reader(rows, kb.settings.refusal_threshold)
         extra: dict[str, Any] = {
             "current_reader_threshold": kb.settings.reader_threshold,
             "suggested_reader_threshold": choose_reader(reader_table),

@@ -8,6 +8,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from citeline.answer.verify import Cited
 from citeline.errors import CitelineError
 from citeline.eval.answers.evidence import DocumentResolver
 from citeline.eval.answers.golden import validate_row
@@ -48,7 +49,12 @@ def _judge(judge: Verifier, answer: Answer) -> tuple[int, int]:
     for s in answer.sentences:
         if s.removed or not s.citations:
             continue
-        cited = [(n, by_n[n].quote, by_n[n].start) for n in s.citations if n in by_n]
+        cited = [
+            Cited(n, c.quote, c.start, " > ".join((c.heading or "").split(" > ")[-2:]))
+            for n in s.citations
+            if n in by_n
+            for c in (by_n[n],)
+        ]
         judged += 1
         supported += bool(judge.check(s.text, cited).supported)
     return supported, judged

@@ -1,0 +1,103 @@
+"""Our trained reader and claim checker, as shipped in the package (answer/data/cross-encoder).
+
+These check behaviour a user relies on, on small hand-written cases: the unit that answers wins,
+a description plus the sentence giving the value win together, changed facts are not entailed,
+and the refusal guard decides on the reader's score. Held-out AUROC is in the model card.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+import citeline
+from citeline.answer.checker import TrainedChecker
+from citeline.answer.facts import missing_facts
+from citeline.answer.reader import PACKAGED, Reader, candidates, packaged_model
+from citeline.answer.verify import Cited
+from citeline.kb import KnowledgeBase
+from citeline.models import REFUSAL
+from conftest import ADMIN
+
+from ._passages import make_passages
+
+if not (PACKAGED / "model.onnx").is_file():  # pragma: no cover - the model ships with the package
+    pytest.fail(f"the trained model is missing from {PACKAGED} (make train)", pytrace=False)
+
+SETTINGS_PAGE = (
+    "The smtpd_recipient_limit parameter limits the number of recipients that the SMTP server "
+    "accepts per message delivery request. The default limit is 1000 recipients. "
+    "Set it lower on servers that receive mail from untrusted clients."
+)
+
+
+def test_the_answering_unit_scores_above_its_neighbours() -> None:
+    model = packaged_model()
+    units = [
+        "The default limit is 1000 recipients.",
+        "Set it lower on servers that receive mail from untrusted clients.",
+        "The queue manager schedules deliveries in parallel.",
+    ]
+    scores = model.reader_scores(
+        "How many recipients does the SMTP server accept per message by default?", units
+    )
+    assert scores[0] == max(scores) and scores[0] > scores[2]
+
+
+def test_a_window_joins_the_description_and_the_value() -> None:
+    found = candidates(make_passages((SETTINGS_PAGE,)))
+    assert any(c.unit.kind == "window" and "1000" in c.unit.text for c in found)
+    reading = Reader(packaged_model()).read(
+        "What is the default value of smtpd_recipient_limit?", make_passages((SETTINGS_PAGE,))
+    )
+    assert "1000" in reading.scored[0].candidate.unit.text
+
+
+@pytest.mark.parametrize(
+    ("claim", "entailed", "model_alone"),
+    [
+        ("The default recipient limit is 1000.", True, True),
+        ("The default recipient limit is 5000.", False, True),
+        ("The default limit was set by Wietse Venema in 1998.", False, True),
+        # the model alone misses this one (it reads "limits the number" as agreeing); the facts gate
+        # that runs beside it in the answerer does not (model card: limits)
+        ("The SMTP server accepts an unlimited number of recipients.", False, False),
+    ],
+)
+def test_the_checks_catch_changed_facts(claim: str, entailed: bool, model_alone: bool) -> None:
+    support = TrainedChecker(packaged_model()).check(claim, [Cited(1, SETTINGS_PAGE, 0)])
+    if model_alone:
+        assert support.supported is entailed, (claim, support.score)
+    # what the answerer applies to every sentence: the checker and the stated facts
+    assert (support.supported and not missing_facts(claim, SETTINGS_PAGE)) is entailed, (claim, support.score)
+
+
+@pytest.mark.parametrize(
+    "sentence", ["The batch size is 500.", "Set batch_size to 500.", "Keep 1000 messages."]
+)
+def test_a_sentence_entails_itself_whatever_its_numbers(sentence: str) -> None:
+    # round numbers were the corruptions' favourites in training; they must not look false
+    assert TrainedChecker(packaged_model()).check(sentence, [Cited(1, sentence, 0)]).supported
+
+
+@pytest.fixture()
+def reader_kb(tmp_path: Path, docs_dir: Path) -> Iterator[KnowledgeBase]:
+    kb = citeline.open(tmp_path / "index", reader="citeline", verifier="checker")
+    kb.add([docs_dir])
+    yield kb
+    kb.close()
+
+
+def test_the_pipeline_answers_with_the_reader_and_refuses_below_its_threshold(
+    reader_kb: KnowledgeBase,
+) -> None:
+    answer = reader_kb.ask("How many jobs can the alpha queue hold?", ADMIN)
+    assert not answer.refused, answer.refusal_reason
+    assert "900" in answer.answer and answer.reader_score is not None
+    assert answer.reader_score >= reader_kb.settings.reader_threshold
+    trace = reader_kb.trace(answer.trace_id or "")
+    assert trace is not None and trace.reader is not None and trace.verifier == "checker"
+    off_topic = reader_kb.ask("What is the capital of Australia?", ADMIN)
+    assert off_topic.refused and off_topic.answer == REFUSAL
