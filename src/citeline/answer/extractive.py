@@ -161,5 +161,5 @@ def extractive_factory(context: BuildContext | None, argument: str | None) -> Ex
         context.embedder,
         max_sentences=s.max_answer_sentences,
         min_score=s.min_answer_score,
-        reader=context.reader,
+        reader=context.reader if s.extractive_picks == "reader" else None,
     )
