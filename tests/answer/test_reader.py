@@ -101,3 +101,11 @@ def test_the_pipeline_answers_with_the_reader_and_refuses_below_its_threshold(
     assert trace is not None and trace.reader is not None and trace.verifier == "checker"
     off_topic = reader_kb.ask("What is the capital of Australia?", ADMIN)
     assert off_topic.refused and off_topic.answer == REFUSAL
+
+
+def test_a_verbatim_quote_is_supported_whatever_it_holds() -> None:
+    markup = '<img src=x onerror="alert(1)"><script>x()</script>'
+    passage = f"Quokkas greet visitors at dawn; the survey logged {markup} near the jetty.\nMore text."
+    claim = f"Quokkas greet visitors at dawn; the survey logged {markup} near the jetty."
+    support = TrainedChecker(packaged_model()).check(claim, [Cited(1, passage, 0, "Field Notes > Behaviour")])
+    assert support.supported and support.score == 1.0

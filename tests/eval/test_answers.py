@@ -462,7 +462,7 @@ def test_evaluate_answers_end_to_end(docs_kb: KnowledgeBase, docs_dir: Path) -> 
             assert c["quote"]  # the cited span's text, from the stored document
         assert list(QuestionRow.from_json(row).to_json().items()) == list(row.items())
     assert report["metrics"]["hit_rate@5"] == 1.0
-    assert report["generator"] == "extractive" and report["pipeline_verifier"] == "heuristic"
+    assert report["generator"] == "extractive" and report["pipeline_verifier"] == "checker"
     assert report["judge"]["reason"] == NO_JUDGE
     for name, value in report["metrics"].items():
         assert value is None or 0.0 <= value <= 1.0, name
@@ -504,7 +504,7 @@ def test_an_independent_judge_is_reported_next_to_the_pipeline_verifier(
 ) -> None:
     report = evaluate_answers(docs_kb, GOLDEN, docs_root=docs_dir, judge=_StrictJudge())
     assert report["judge"]["judge"] == "strict-substring" and report["judge"]["reason"] is None
-    assert report["judge"]["pipeline_verifier"] == "heuristic"
+    assert report["judge"]["pipeline_verifier"] == "checker"
     # The extractive generator quotes its passages verbatim, so a substring judge agrees with it.
     assert report["metrics"]["judge_support"] == 1.0 and report["n"]["judge_support"] >= 1
 

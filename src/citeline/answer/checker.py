@@ -62,6 +62,9 @@ class TrainedChecker:
                 best = idx[int(np.argmax(probs[idx]))]
                 quotes[n] = (found[best][1].start, found[best][1].end)
         score = float(probs.max()) if len(probs) else 0.0
+        claim = " ".join(unescape_markers(sentence).split())
+        if claim and any(claim in " ".join(c.text.split()) for c in cited):
+            score = 1.0  # a verbatim quote of what it cites (the model misjudges odd text such as markup)
         supported = score >= self.threshold
         reason = "" if supported else f"entailment {score:.2f} below {self.threshold:.2f}"
         return Support(supported, score, quotes, reason)
