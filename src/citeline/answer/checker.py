@@ -50,11 +50,16 @@ class TrainedChecker:
         if not cited:
             return Support(False, 0.0, {}, "no valid citation")
         found = [p for c in cited for p in premises(c.n, c.text, c.start)]
+        # a marker the document wrote is escaped in the answer (⟦7⟧) and plain in the passage ([7])
+        claim = unescape_markers(sentence)
+        quoted = _verbatim(claim, found)
+        if quoted:
+            # a verbatim quote of what it cites needs no model (which misjudges odd text such as markup)
+            return Support(True, 1.0, quoted)
         context = {c.n: c.context for c in cited}
         # as in training, each premise is read after its headings ("Sync Options: Retries use ...")
         texts = [f"{context[n]}: {u.text}" if context[n] else u.text for n, u in found]
-        # a marker the document wrote is escaped in the answer (⟦7⟧) and plain in the passage ([7])
-        probs = self.model.checker_scores(unescape_markers(sentence), texts)
+        probs = self.model.checker_scores(claim, texts)
         quotes: dict[int, tuple[int, int]] = {}
         for n in dict.fromkeys(n for n, _ in found):
             idx = [i for i, (m, u) in enumerate(found) if m == n and u.kind != "passage"]
@@ -62,12 +67,25 @@ class TrainedChecker:
                 best = idx[int(np.argmax(probs[idx]))]
                 quotes[n] = (found[best][1].start, found[best][1].end)
         score = float(probs.max()) if len(probs) else 0.0
-        claim = " ".join(unescape_markers(sentence).split())
-        if claim and any(claim in " ".join(c.text.split()) for c in cited):
-            score = 1.0  # a verbatim quote of what it cites (the model misjudges odd text such as markup)
         supported = score >= self.threshold
         reason = "" if supported else f"entailment {score:.2f} below {self.threshold:.2f}"
         return Support(supported, score, quotes, reason)
+
+
+def _squash(text: str) -> str:
+    return " ".join(text.split())
+
+
+def _verbatim(claim: str, found: Sequence[tuple[int, Unit]]) -> dict[int, tuple[int, int]]:
+    """Per cited passage, the shortest unit holding the whole claim word for word (empty: none does)."""
+    wanted = _squash(claim)
+    quotes: dict[int, tuple[int, int]] = {}
+    if not wanted:
+        return quotes
+    for n, u in sorted(found, key=lambda p: p[1].end - p[1].start):
+        if n not in quotes and wanted in _squash(u.text):
+            quotes[n] = (u.start, u.end)
+    return quotes
 
 
 def checker_factory(context: BuildContext | None, argument: str | None) -> TrainedChecker:
