@@ -2,9 +2,15 @@
 
 from __future__ import annotations
 
+import fcntl
+import os
 import shutil
+import subprocess
+import tempfile
+import uuid
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any, NoReturn
 
 import pytest
 
@@ -60,3 +66,66 @@ def kb(tmp_path: Path) -> Iterator[KnowledgeBase]:
     base = citeline.open(tmp_path / "index")
     yield base
     base.close()
+
+
+# -- PostgreSQL: one server per test session, shared by the xdist workers, started on first use ------
+
+PG_DIR = "CITELINE_TEST_PG_DIR"
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    if not hasattr(config, "workerinput") and PG_DIR not in os.environ:
+        os.environ[PG_DIR] = tempfile.mkdtemp(prefix="citeline-pg-")
+        config.stash[_PG_OWNER] = True
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    if config.stash.get(_PG_OWNER, False):
+        folder = Path(os.environ.pop(PG_DIR))
+        if (folder / "server.json").exists():
+            from citeline.index.postgres_local import LocalPostgres
+
+            LocalPostgres.load(folder / "server.json").stop()
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+_PG_OWNER = pytest.StashKey[bool]()
+
+
+def unavailable(what: str, reason: str) -> NoReturn:
+    """Skip with the reason, except under CI=true, where a missing service is a failure."""
+    if os.environ.get("CI", "").lower() == "true":
+        pytest.fail(f"{what} must run under CI=true but cannot: {reason}")
+    pytest.skip(f"{what} unavailable: {reason}")
+
+
+@pytest.fixture(scope="session")
+def pg_server() -> Any:
+    """The session's PostgreSQL 16 + pgvector server on 127.0.0.1 (pgserver's binaries)."""
+    from citeline.index.postgres_local import LocalPostgres
+
+    folder = Path(os.environ[PG_DIR])
+    with (folder / "lock").open("a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if (folder / "server.json").exists():
+            return LocalPostgres.load(folder / "server.json")
+        if (folder / "failed").exists():
+            unavailable("PostgreSQL", (folder / "failed").read_text())
+        try:
+            server = LocalPostgres.start(folder / "server")
+        except Exception as exc:  # not installed, no useradd, no port...
+            reason = f"{type(exc).__name__}: {exc}"
+            if isinstance(exc, subprocess.CalledProcessError):
+                reason += f" {exc.stderr!r}"
+            (folder / "failed").write_text(reason)
+            unavailable("PostgreSQL", reason)
+        server.save(folder / "server.json")
+        return server
+
+
+@pytest.fixture()
+def pg_url(pg_server: Any) -> Iterator[str]:
+    """A fresh database on the session's server (dropped afterwards)."""
+    name = f"t_{uuid.uuid4().hex[:16]}"
+    yield pg_server.create_database(name)
+    pg_server.drop_database(name)

@@ -42,6 +42,7 @@ class Components:
     def __init__(self, settings: Settings, store: Store, *, embedder: Embedder | None = None) -> None:
         self._settings = settings
         self._store = store
+        store.configure(settings)
         self._embedder = embedder
         self._generator: Generator | None = None
         self._chat_model: ChatModel | None = None

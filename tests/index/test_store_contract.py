@@ -22,7 +22,7 @@ from citeline.models import Chunk, Document, document_id_for
 from citeline.retrieval.filters import PUBLIC, Filter, Principal
 from citeline.trace import Candidates, Check, Trace, TracedHit
 
-STORES = ["sqlite"]
+STORES = ["sqlite", "postgresql"]
 DIM = 8
 ADMIN = Filter.admin()
 ALICE = Principal(user="alice", groups=("eng",))
@@ -31,7 +31,7 @@ BOB = Principal(user="bob", groups=("finance",))
 
 @pytest.fixture(params=STORES)
 def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Store]:
-    location = {"sqlite": str(tmp_path / "index")}[request.param]
+    location = str(tmp_path / "index") if request.param == "sqlite" else request.getfixturevalue("pg_url")
     s = open_store(location)
     s.bind_embedder("test-embedder", "1", DIM)
     yield s
