@@ -377,6 +377,31 @@ def reindex(ctx: click.Context, embedder_name: str) -> None:
 
 
 @main.command()
+@click.option("--from", "source", required=True, metavar="DIR|URL", help="The index to copy.")
+@click.option("--to", "target", required=True, metavar="URL|DIR", help="Where to copy it (created if new).")
+def migrate(source: str, target: str) -> None:
+    """Copy an index to another store without re-embedding: a folder to PostgreSQL, or back.
+
+    Documents, originals, chunks, vectors, settings, API keys and traces; re-running resumes.
+    """
+    from citeline.components import open_store
+    from citeline.index.migrate import migrate as copy_index
+
+    with _closing(open_store(source, create=False)) as src, _closing(open_store(target)) as dst:
+        with _progress(sys.stderr.isatty()) as progress:
+            report = copy_index(src, dst, progress)
+        out.print(f"{escape(src.location)} -> {escape(dst.location)}: {report.summary()}")
+
+
+@contextmanager
+def _closing(store: Any) -> Iterator[Any]:
+    try:
+        yield store
+    finally:
+        store.close()
+
+
+@main.command()
 @click.argument("trace_id", required=False)
 @click.option("--failed", is_flag=True, help="List recent refusals and low-support answers.")
 @click.option("--json", "as_json", is_flag=True)
