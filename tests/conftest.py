@@ -8,7 +8,7 @@ import shutil
 import subprocess
 import tempfile
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any, NoReturn
 
@@ -129,3 +129,39 @@ def pg_url(pg_server: Any) -> Iterator[str]:
     name = f"t_{uuid.uuid4().hex[:16]}"
     yield pg_server.create_database(name)
     pg_server.drop_database(name)
+
+
+#: the store backends that end-to-end tests run against
+STORES = ("sqlite", "postgresql")
+OpenIndex = Callable[..., KnowledgeBase]
+
+
+@pytest.fixture(params=STORES)
+def open_index(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[OpenIndex]:
+    """Opens indexes of one store kind by name (a folder, or a fresh PostgreSQL database); all are
+    closed (and the databases dropped) afterwards."""
+    opened: list[KnowledgeBase] = []
+    locations: dict[str, str] = {}
+    server = request.getfixturevalue("pg_server") if request.param == "postgresql" else None
+
+    def location(name: str) -> str:
+        if name not in locations:
+            if server is None:
+                locations[name] = str(tmp_path / name)
+            else:
+                locations[name] = server.create_database(f"t_{uuid.uuid4().hex[:16]}")
+        return locations[name]
+
+    def make(name: str = "index", **overrides: Any) -> KnowledgeBase:
+        kb = citeline.open(location(name), **overrides)
+        opened.append(kb)
+        return kb
+
+    make.location = location  # type: ignore[attr-defined]
+    make.store = request.param  # type: ignore[attr-defined]
+    yield make
+    for kb in opened:
+        kb.close()
+    if server is not None:
+        for url in locations.values():
+            server.drop_database(url.rsplit("/", 1)[1])
