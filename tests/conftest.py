@@ -61,13 +61,6 @@ def docs_dir(tmp_path: Path) -> Path:
     return d
 
 
-@pytest.fixture()
-def kb(tmp_path: Path) -> Iterator[KnowledgeBase]:
-    base = citeline.open(tmp_path / "index")
-    yield base
-    base.close()
-
-
 # -- PostgreSQL: one server per test session, shared by the xdist workers, started on first use ------
 
 PG_DIR = "CITELINE_TEST_PG_DIR"
@@ -165,3 +158,9 @@ def open_index(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[OpenI
     if server is not None:
         for url in locations.values():
             server.drop_database(url.rsplit("/", 1)[1])
+
+
+@pytest.fixture()
+def kb(open_index: OpenIndex) -> KnowledgeBase:
+    """A new, empty index with the real embedder, on each store."""
+    return open_index("index")

@@ -39,7 +39,9 @@ class MigrationReport:
         )
 
 
-def migrate(source: Store, target: Store, progress: Progress | None = None, batch: int = 32) -> MigrationReport:
+def migrate(
+    source: Store, target: Store, progress: Progress | None = None, batch: int = 32
+) -> MigrationReport:
     info = source.embedder_info()
     if info is None:
         raise CitelineError(f"{source.location} holds no index to copy (no embedder bound yet).")
