@@ -159,6 +159,11 @@ def main(ctx: click.Context, index: str) -> None:
     type=click.Path(file_okay=False, path_type=Path),
     help="Documents are identified by their path relative to this folder (default: the current one).",
 )
+@click.option(
+    "--workers",
+    metavar="ray://HOST:PORT|local:N",
+    help="Parse and embed on a Ray cluster (or a local one with N CPUs); needs citeline[ray].",
+)
 @click.pass_context
 def add(
     ctx: click.Context,
@@ -169,15 +174,26 @@ def add(
     as_json: bool,
     collection: str,
     root: Path | None,
+    workers: str | None,
 ) -> None:
     """Add or update files and folders (recursively). Unchanged files cost nothing."""
     for entry in acl:
         if not entry.startswith(("group:", "user:")) and entry != "public":
             raise click.BadParameter(f"'{entry}' must be group:NAME, user:NAME or public", param_hint="--acl")
+    if workers:
+        from citeline.ingest.distributed import check_workers
+
+        check_workers(workers)
     kb = _kb(ctx, create=True)
     with _progress(not as_json and sys.stderr.isatty()) as progress:
         report = kb.add(
-            paths, tags=_parse_tags(tags), acl=acl, progress=progress, collection=collection, root=root
+            paths,
+            tags=_parse_tags(tags),
+            acl=acl,
+            progress=progress,
+            collection=collection,
+            root=root,
+            workers=workers,
         )
     if as_json:
         _print_json(report.to_json())
