@@ -6,7 +6,7 @@ STAMP := $(VENV)/.installed-$(shell cat requirements.lock pyproject.toml 2>/dev/
 INDEX ?= .citeline
 QUESTION ?= What does error LDG-4012 mean and how do I fix it?
 
-.PHONY: install run test test-fast bench lint lock clean
+.PHONY: install run test test-fast bench bench-pg lint lock clean
 
 $(STAMP): requirements.lock pyproject.toml
 	@command -v $(PYTHON) >/dev/null 2>&1 || { echo "$(PYTHON) not found; run: make PYTHON=python3 ..."; exit 1; }
@@ -37,6 +37,10 @@ bench: $(STAMP)
 	$(BIN)/python benchmarks/bench_semantic_chunking.py
 	$(BIN)/python benchmarks/bench_query_expansion.py acronyms --split test
 
+# PostgreSQL + pgvector beside the embedded store: ingest rate, hybrid latency at 100k chunks, 8 clients.
+bench-pg: $(STAMP)
+	$(BIN)/python benchmarks/bench_pg.py
+
 lint: $(STAMP)
 	$(BIN)/ruff check src tests benchmarks
 	$(BIN)/ruff format --check src tests benchmarks
@@ -44,7 +48,7 @@ lint: $(STAMP)
 
 # Re-pin dependencies (with hashes) after editing pyproject.toml.
 lock: $(STAMP)
-	$(BIN)/pip-compile -q --extra dev --extra openai --extra anthropic --extra llamacpp --extra local-llm --generate-hashes \
+	$(BIN)/pip-compile -q --extra dev --extra openai --extra anthropic --extra llamacpp --extra local-llm --extra postgres --extra ray --generate-hashes \
 		--strip-extras --allow-unsafe -o requirements.lock pyproject.toml
 
 clean:

@@ -64,6 +64,8 @@ class PostgresSearch(PostgresRecords):
     exact_scan_fraction: float
     ef_search: int
     iterative_scan: bool
+    #: redo an HNSW search exactly when the filter left fewer than k rows (off only to measure)
+    hnsw_fallback: bool = True
     _df_cache: OrderedDict[tuple[int, tuple[str, ...]], int]
     _df_lock: threading.Lock
 
@@ -164,7 +166,7 @@ class PostgresSearch(PostgresRecords):
                     f"ORDER BY {expr} <=> %s::vector({dim}) LIMIT %s",
                     [query, *params, query, k],
                 ).fetchall()
-            if exact or len(rows) < min(k, allowed):
+            if exact or (self.hnsw_fallback and len(rows) < min(k, allowed)):
                 # No cast: the HNSW index (on the cast expression) cannot serve this ordering.
                 rows = conn.execute(
                     "SELECT chunk_id, d FROM (SELECT c.chunk_id, c.seq, c.embedding <=> %s AS d "
