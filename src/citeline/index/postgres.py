@@ -32,7 +32,7 @@ from citeline.index.postgres_schema import (
     parse_version,
 )
 from citeline.index.postgres_search import PostgresSearch
-from citeline.index.postgres_text import as_array, tokenizer, tsvector_literal
+from citeline.index.postgres_text import as_array, tokenizer
 from citeline.models import Chunk, Document
 from citeline.retrieval.filters import Filter
 from citeline.settings import Settings, redact_url
@@ -309,9 +309,7 @@ class PostgresStore(PostgresSearch):
             raise CitelineError("Bind an embedder to the index before adding documents.")
         token_lists = tokenizer().tokenize([c.index_text for w in writes for c in w.chunks])
         with self._write() as conn:
-            chunks, tokens = write_documents(
-                conn, name, writes, [tsvector_literal(t) for t in token_lists], [len(t) for t in token_lists]
-            )
+            chunks, tokens = write_documents(conn, name, writes, token_lists)
             self._bump(conn, chunks, tokens)
 
     def update_access(self, document_id: str, tags: Mapping[str, str], acl: Iterable[str]) -> None:

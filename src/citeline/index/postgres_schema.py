@@ -5,7 +5,7 @@ or a small *reference* table (copied to every node). The distribution column is 
 primary key and unique constraint of its table (Citus can only enforce uniqueness within one
 shard); tests/index/test_postgres.py checks this on the live schema through pg_catalog.
 
-* ``document_id`` shards documents, chunks, doc_tags and doc_acl, so a document and everything
+* ``document_id`` shards documents, chunks, postings, doc_tags and doc_acl, so a document and everything
   it owns live on one shard (co-located): replacing a document, and the ACL and tag joins of
   every filtered search, stay on one node; searches fan out to all shards and merge top-k.
   Document ids are sha256(collection, source), so they spread evenly; (collection, source) is
@@ -31,6 +31,7 @@ ITERATIVE_SCAN_PGVECTOR = (0, 8, 0)
 DISTRIBUTION: dict[str, str] = {
     "documents": "document_id",
     "chunks": "document_id",
+    "postings": "document_id",
     "doc_tags": "document_id",
     "doc_acl": "document_id",
     "embeddings": "text_hash",
@@ -120,8 +121,18 @@ CREATE TABLE chunks (
     PRIMARY KEY (document_id, chunk_id)
 );
 CREATE INDEX chunks_chunk_id ON chunks (chunk_id);
+CREATE INDEX chunks_seq ON chunks (seq);
 CREATE INDEX chunks_text_hash ON chunks (text_hash);
 CREATE INDEX chunks_tsv ON chunks USING gin (tsv);
+CREATE TABLE postings (
+    document_id text COLLATE "C" NOT NULL,
+    lexeme text COLLATE "C" NOT NULL,
+    seq bigint NOT NULL,
+    tf integer NOT NULL,
+    n_tokens integer NOT NULL,
+    PRIMARY KEY (document_id, seq, lexeme)
+);
+CREATE INDEX postings_lexeme ON postings (lexeme) INCLUDE (seq, tf, n_tokens, document_id);
 CREATE TABLE traces (
     trace_id text COLLATE "C" NOT NULL PRIMARY KEY,
     created_at double precision NOT NULL,

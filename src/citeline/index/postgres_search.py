@@ -35,28 +35,59 @@ from citeline.retrieval.filters import Filter
 if TYPE_CHECKING:
     from citeline.retrieval.query import Query
 
-_BM25_SQL = """
-WITH terms AS (
-    SELECT * FROM unnest(%(t_phrase)s::int[], %(t_off)s::int[], %(t_lexeme)s::text[]) AS t(phrase, off, lexeme)
-), phrases AS (
-    SELECT * FROM unnest(%(p_phrase)s::int[], %(p_len)s::int[], %(p_idf)s::float8[]) AS p(phrase, len, idf)
-), cand AS (
-    SELECT c.seq, c.chunk_id, c.n_tokens, ts_filter(setweight(c.tsv, 'A', %(lexemes)s::text[]), '{a}') AS hits
-    FROM chunks c WHERE c.tsv @@ %(tsquery)s::tsquery {filter}
-), occ AS (
-    SELECT cand.seq, t.phrase, pos - t.off AS start
-    FROM cand CROSS JOIN LATERAL unnest(cand.hits) u
-    JOIN terms t ON t.lexeme = u.lexeme CROSS JOIN LATERAL unnest(u.positions) pos
-), freq AS (
-    SELECT o.seq, o.phrase, count(*)::float8 AS tf FROM (
-        SELECT o.seq, o.phrase, o.start FROM occ o JOIN phrases p ON p.phrase = o.phrase
-        GROUP BY o.seq, o.phrase, o.start, p.len HAVING count(*) = p.len
-    ) o GROUP BY o.seq, o.phrase
-)
-SELECT cand.chunk_id, sum(p.idf * (f.tf * %(k1p1)s) / (f.tf + %(k1)s * (1 - %(b)s + %(b)s * cand.n_tokens / %(avgdl)s))) AS score
-FROM freq f JOIN phrases p ON p.phrase = f.phrase JOIN cand ON cand.seq = f.seq
-GROUP BY cand.seq, cand.chunk_id ORDER BY score DESC, cand.seq LIMIT %(k)s
-"""
+
+def _bm25_sql(keyword: KeywordQuery, chunk_cond: str, posting_cond: str) -> str:
+    """FTS5's bm25() over the rows holding any phrase: single lexemes from the postings (an
+    index-only scan per lexeme), phrases from the matching rows' tsvector positions (GIN). The
+    sum runs over the phrases in query order with FTS5's arithmetic, so scores, and so ties, are
+    the embedded store's."""
+    singles = [i for i, p in enumerate(keyword.phrases) if len(p) == 1]
+    multi = [i for i, p in enumerate(keyword.phrases) if len(p) > 1]
+    parts, columns = [], []
+    if singles:
+        tfs = ", ".join(f"max(p.tf) FILTER (WHERE p.lexeme = %(l{i}_0)s) AS tf{i}" for i in singles)
+        parts.append(
+            f"single AS (SELECT p.seq, min(p.document_id) AS document_id, min(p.n_tokens) AS n_tokens, {tfs} "
+            f"FROM postings p WHERE p.lexeme = ANY(%(singles)s) {'AND ' + posting_cond if posting_cond else ''} "
+            "GROUP BY p.seq)"
+        )
+    if multi:
+        tfs = []
+        for i in multi:
+            follows = " AND ".join(
+                f"EXISTS (SELECT 1 FROM unnest(c.tsv) b WHERE b.lexeme = %(l{i}_{j})s AND p + {j} = ANY(b.positions))"
+                for j in range(1, len(keyword.phrases[i]))
+            )
+            tfs.append(
+                f"(CASE WHEN c.tsv @@ %(q{i})s::tsquery THEN (SELECT count(*) FROM unnest(c.tsv) a, "
+                f"unnest(a.positions) p WHERE a.lexeme = %(l{i}_0)s AND {follows}) END) AS tf{i}"
+            )
+        parts.append(
+            f"multi AS (SELECT c.seq, c.document_id, c.n_tokens, {', '.join(tfs)} FROM chunks c "
+            f"WHERE c.tsv @@ %(multi)s::tsquery {'AND ' + chunk_cond if chunk_cond else ''})"
+        )
+    if singles and multi:
+        source = "single s FULL JOIN multi m ON m.seq = s.seq"
+        key = ["coalesce(s.seq, m.seq) AS seq", "coalesce(s.document_id, m.document_id) AS document_id"]
+        key.append("coalesce(s.n_tokens, m.n_tokens) AS n_tokens")
+    else:
+        source = "single s" if singles else "multi m"
+        key = [f"{source[-1]}.seq", f"{source[-1]}.document_id", f"{source[-1]}.n_tokens"]
+    for i in range(len(keyword.phrases)):
+        columns.append(f"coalesce({'s' if i in singles else 'm'}.tf{i}, 0)::float8 AS tf{i}")
+    parts.append(f"cand AS (SELECT {', '.join(key + columns)} FROM {source})")
+    terms = " + ".join(
+        f"%(idf{i})s * ((tf{i} * %(k1p1)s) / (tf{i} + %(k1)s * (1 - %(b)s + %(b)s * n_tokens / %(avgdl)s)))"
+        for i in range(len(keyword.phrases))
+    )
+    parts.append(
+        f"top AS (SELECT seq, document_id, 0.0::float8 + {terms} AS score FROM cand "
+        "ORDER BY score DESC, seq LIMIT %(k)s)"
+    )
+    return (
+        f"WITH {', '.join(parts)} SELECT c.chunk_id, top.score FROM top "
+        "JOIN chunks c ON c.document_id = top.document_id AND c.seq = top.seq ORDER BY top.score DESC, top.seq"
+    )
 
 
 class PostgresSearch(PostgresRecords):
@@ -88,10 +119,21 @@ class PostgresSearch(PostgresRecords):
             known = {key: self._df_cache[key] for key in keys if key in self._df_cache}
         missing = list(dict.fromkeys(key for key in keys if key not in known))
         if missing:
-            selects = ", ".join("(SELECT count(*) FROM chunks WHERE tsv @@ %s::tsquery)" for _ in missing)
-            row = conn.execute(
-                f"SELECT {selects}", [KeywordQuery.phrase_tsquery(p) for _, p in missing]
-            ).fetchone()
+            lexemes = sorted({p[0] for _, p in missing if len(p) == 1})
+            counted_rows: dict[tuple[str, ...], int] = {}
+            if lexemes:
+                rows = conn.execute(
+                    "SELECT lexeme, count(*) FROM postings WHERE lexeme = ANY(%s) GROUP BY lexeme", (lexemes,)
+                ).fetchall()
+                counted_rows = {(str(lex),): int(n) for lex, n in rows}
+            phrases = [p for _, p in missing if len(p) > 1]
+            if phrases:
+                selects = ", ".join("(SELECT count(*) FROM chunks WHERE tsv @@ %s::tsquery)" for _ in phrases)
+                row = conn.execute(
+                    f"SELECT {selects}", [KeywordQuery.phrase_tsquery(p) for p in phrases]
+                ).fetchone()
+                counted_rows.update(zip(phrases, (int(v) for v in row), strict=True))
+            row = [counted_rows.get(p, 0) for _, p in missing]
             counted = dict(zip(missing, (int(v) for v in row), strict=True))
             known.update(counted)
             with self._df_lock:
@@ -104,36 +146,45 @@ class PostgresSearch(PostgresRecords):
         keyword = KeywordQuery.of(keyword_phrases(query))
         if keyword.is_empty or k <= 0:
             return []
-        cond, params = self._filter(flt)
         with self._read() as conn, conn.transaction():
             conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ READ ONLY")
-            totals = self._totals(conn)
-            rows, tokens = totals.get("chunks", 0), totals.get("tokens", 0)
-            if rows <= 0:
+            built = self._bm25(conn, keyword, flt, k)
+            if built is None:
                 return []
-            dfs = self._document_frequencies(conn, totals.get("generation", 0), keyword.phrases)
-            named: dict[str, Any] = {
-                "t_phrase": [i for i, p in enumerate(keyword.phrases) for _ in p],
-                "t_off": [j for p in keyword.phrases for j in range(len(p))],
-                "t_lexeme": [t for p in keyword.phrases for t in p],
-                "p_phrase": list(range(len(keyword.phrases))),
-                "p_len": [len(p) for p in keyword.phrases],
-                "p_idf": [idf(rows, df) for df in dfs],
-                "lexemes": keyword.lexemes(),
-                "tsquery": keyword.tsquery(),
-                "k1": K1,
-                "k1p1": K1 + 1.0,
-                "b": B,
-                "avgdl": tokens / rows,
-                "k": k,
-            }
-            # The filter's positional parameters become named ones.
-            for i, value in enumerate(params):
-                named[f"f{i}"] = value
-                cond = cond.replace("%s", f"%(f{i})s", 1)
-            sql = _BM25_SQL.replace("{filter}", f"AND {cond}" if cond else "")
-            result = conn.execute(sql, named).fetchall()
+            result = conn.execute(*built).fetchall()
         return [(str(r[0]), float(r[1])) for r in result]
+
+    def _bm25(
+        self, conn: Any, keyword: KeywordQuery, flt: Filter, k: int
+    ) -> tuple[str, dict[str, Any]] | None:
+        """The BM25 statement and its parameters (None on an empty index)."""
+        totals = self._totals(conn)
+        rows, tokens = totals.get("chunks", 0), totals.get("tokens", 0)
+        if rows <= 0:
+            return None
+        dfs = self._document_frequencies(conn, totals.get("generation", 0), keyword.phrases)
+        named: dict[str, Any] = {
+            "singles": sorted({p[0] for p in keyword.phrases if len(p) == 1}),
+            "multi": " | ".join(KeywordQuery.phrase_tsquery(p) for p in keyword.phrases if len(p) > 1),
+            "k1": K1,
+            "k1p1": K1 + 1.0,
+            "b": B,
+            "avgdl": tokens / rows,
+            "k": k,
+        }
+        for i, (phrase, df) in enumerate(zip(keyword.phrases, dfs, strict=True)):
+            named[f"idf{i}"] = idf(rows, df)
+            named[f"q{i}"] = KeywordQuery.phrase_tsquery(phrase)
+            named.update({f"l{i}_{j}": lexeme for j, lexeme in enumerate(phrase)})
+        cond, params = self._filter(flt, "DOC")
+        for i, value in enumerate(params):  # the filter's positional parameters become named ones
+            named[f"f{i}"] = value
+            cond = cond.replace("%s", f"%(f{i})s", 1)
+        chunk_cond, posting_cond = (
+            cond.replace("DOC", "c.document_id", 1),
+            cond.replace("DOC", "p.document_id", 1),
+        )
+        return _bm25_sql(keyword, chunk_cond, posting_cond), named
 
     def vector_search(self, vector: Vector, flt: Filter, k: int) -> list[tuple[str, float]]:
         dim = self._dim()

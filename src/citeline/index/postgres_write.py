@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import time
+from collections import Counter
 from collections.abc import Sequence
 from typing import Any
 
@@ -16,7 +17,7 @@ import numpy as np
 
 from citeline.errors import CitelineError
 from citeline.index.base import DocumentWrite
-from citeline.index.postgres_text import as_array
+from citeline.index.postgres_text import as_array, tsvector_literal
 from citeline.index.sqlite import text_hash
 
 
@@ -28,6 +29,7 @@ def _delete(conn: Any, ids: Sequence[str]) -> tuple[set[str], set[str], int, int
     removed = conn.execute(
         "DELETE FROM chunks WHERE document_id = ANY(%s) RETURNING text_hash, n_tokens", (ids,)
     ).fetchall()
+    conn.execute("DELETE FROM postings WHERE document_id = ANY(%s)", (ids,))
     conn.execute("DELETE FROM doc_tags WHERE document_id = ANY(%s)", (ids,))
     conn.execute("DELETE FROM doc_acl WHERE document_id = ANY(%s)", (ids,))
     contents = conn.execute(
@@ -63,13 +65,13 @@ def write_documents(
     conn: Any,
     embedder: str,
     writes: Sequence[DocumentWrite],
-    tsvectors: Sequence[str],
-    lengths: Sequence[int],
+    tokens: Sequence[Sequence[str]],
 ) -> tuple[int, int]:
     """Replace each document of ``writes`` whole; the change in (chunks, tokens).
 
-    ``tsvectors``/``lengths``: each chunk's lexemes and token count, in the order of the writes'
-    chunks. Raises CitelineError (and the caller's transaction rolls back) when a chunk has no vector.
+    ``tokens``: each chunk's FTS5 tokens, in the order of the writes' chunks (stored as a tsvector
+    for GIN, term frequencies for BM25, and their count). Raises CitelineError (and the caller's
+    transaction rolls back) when a chunk has no vector.
     """
     now = time.time()
     latest = {w.document.id: i for i, w in enumerate(writes)}  # a document given twice: the last wins
@@ -163,7 +165,7 @@ def write_documents(
         w = writes[i]
         for j, c in enumerate(w.chunks):
             at = offsets[i] + j
-            new_tokens += lengths[at]
+            new_tokens += len(tokens[at])
             chunk_rows.append(
                 (
                     w.document.id,
@@ -178,8 +180,8 @@ def write_documents(
                     c.index_text,
                     hashes[i][j],
                     c.token_count,
-                    lengths[at],
-                    tsvectors[at],
+                    len(tokens[at]),
+                    tsvector_literal(tokens[at]),
                     vectors[hashes[i][j]],
                 )
             )
@@ -189,5 +191,18 @@ def write_documents(
         "VALUES (%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s::tsvector,%s)",
         chunk_rows,
     )
+    # BM25's postings: one row per (chunk, lexeme) with its frequency and the chunk's length.
+    seqs = dict(
+        conn.execute(
+            "SELECT chunk_id, seq FROM chunks WHERE document_id = ANY(%s)", ([d.id for d in docs],)
+        ).fetchall()
+    )
+    with cur.copy("COPY postings (document_id, lexeme, seq, tf, n_tokens) FROM STDIN") as copy:
+        for i in order:
+            w = writes[i]
+            for j, c in enumerate(w.chunks):
+                chunk_tokens = tokens[offsets[i] + j]
+                for lexeme, tf in Counter(chunk_tokens).items():
+                    copy.write_row((w.document.id, lexeme, seqs[c.id], tf, len(chunk_tokens)))
     _collect_garbage(conn, old_hashes - needed, old_contents - {d.content_hash for d in docs})
     return len(chunk_rows) - old_chunks, new_tokens - old_tokens
