@@ -15,8 +15,8 @@ from click.testing import CliRunner
 from citeline.cli import main
 from citeline.components import open_store
 from citeline.kb import KnowledgeBase
-from citeline.settings import load_settings
 from citeline.retrieval.filters import Filter
+from citeline.settings import load_settings
 from conftest import ADMIN, QUESTIONS
 
 QUESTION_TEXTS = [json.loads(line)["question"] for line in QUESTIONS.open() if line.strip()]

@@ -11,11 +11,13 @@ already copied.
 from __future__ import annotations
 
 from collections.abc import Callable
+from contextlib import nullcontext
 from dataclasses import dataclass
 
 from citeline.errors import CitelineError
 from citeline.index.base import DocumentWrite, Store
 from citeline.index.sqlite import text_hash
+from citeline.models import Document
 from citeline.retrieval.filters import Filter
 
 Progress = Callable[[str, int], None]
@@ -62,29 +64,17 @@ def migrate(
     docs = sorted(source.documents(admin), key=lambda d: (d.updated_at, d.collection, d.source))
     pending = [d for d in docs if there.get(d.id) != d.content_hash]
     report.skipped = len(docs) - len(pending)
-    for lo in range(0, len(pending), batch):
-        writes = []
-        for doc in pending[lo : lo + batch]:
-            found = source.chunks(source.document_chunks(doc.id))
-            chunks = sorted((c for c, _ in found.values()), key=lambda c: c.ordinal)
-            vectors = source.cached_vectors(text_hash(c.index_text) for c in chunks)
-            writes.append(
-                DocumentWrite(
-                    doc,
-                    source.document_text(doc.id),
-                    chunks,
-                    vectors,
-                    source.page_starts(doc.id),
-                    source.original(doc.id),
-                    keep_times=True,
-                )
-            )
-            report.chunks += len(chunks)
-            report.vectors += len(vectors)
-        target.replace_documents(writes)
-        report.documents += len(writes)
-        if progress:
-            progress("file", len(writes))
+    # Into an empty store that supports it: build the vector index once, after loading.
+    bulk = getattr(target, "bulk_load", None) if not there and len(pending) > batch else None
+    with bulk() if bulk is not None else nullcontext():
+        for lo in range(0, len(pending), batch):
+            writes = [_write_of(source, doc) for doc in pending[lo : lo + batch]]
+            target.replace_documents(writes)
+            report.documents += len(writes)
+            report.chunks += sum(len(w.chunks) for w in writes)
+            report.vectors += sum(len(w.vectors) for w in writes)
+            if progress:
+                progress("file", len(writes))
 
     for key in source.api_keys():
         if target.find_api_key(key.key_hash) is None:
@@ -96,3 +86,18 @@ def migrate(
             target.save_trace(trace)
             report.traces += 1
     return report
+
+
+def _write_of(source: Store, doc: Document) -> DocumentWrite:
+    """A document as stored, ready to write elsewhere (its vectors as they are: no re-embedding)."""
+    found = source.chunks(source.document_chunks(doc.id))
+    chunks = sorted((c for c, _ in found.values()), key=lambda c: c.ordinal)
+    return DocumentWrite(
+        doc,
+        source.document_text(doc.id),
+        chunks,
+        source.cached_vectors(text_hash(c.index_text) for c in chunks),
+        source.page_starts(doc.id),
+        source.original(doc.id),
+        keep_times=True,
+    )

@@ -12,39 +12,24 @@ Schema: postgres_schema.py (Citus-ready); search: postgres_search.py; records: p
 
 from __future__ import annotations
 
-import json
 import threading
 from collections import OrderedDict
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from citeline.errors import CitelineError, EmbedderMismatchError, NotAnIndexError, SchemaTooNewError
+from citeline.errors import CitelineError, EmbedderMismatchError
 from citeline.index.base import DocumentWrite, EmbedderInfo, Vector
-from citeline.index.postgres_schema import (
-    ITERATIVE_SCAN_PGVECTOR,
-    MIN_PGVECTOR,
-    SCHEMA_VERSION,
-    TABLES,
-    hnsw_index_sql,
-    migrate,
-    parse_version,
-)
-from citeline.index.postgres_search import PostgresSearch
+from citeline.index.postgres_docs import PostgresDocuments
+from citeline.index.postgres_schema import SCHEMA_VERSION, TABLES, hnsw_index_sql, open_schema
 from citeline.index.postgres_text import as_array, tokenizer
 from citeline.models import Chunk, Document
-from citeline.retrieval.filters import Filter
 from citeline.settings import Settings, redact_url
 
 if TYPE_CHECKING:
     from citeline.registry import BuildContext
-
-_DOC_COLUMNS = (
-    "document_id, source, title, format, content_hash, size, mtime, page_count, metadata, added_at, "
-    "updated_at, collection"
-)
-_MIGRATION_LOCK = 0x6369_7465_6D69_6772
 
 
 def _error(url: str, exc: BaseException) -> CitelineError:
@@ -52,7 +37,7 @@ def _error(url: str, exc: BaseException) -> CitelineError:
     return CitelineError(f"PostgreSQL at {redact_url(url)}: {redact_url(str(exc), secret_of=url)}")
 
 
-class PostgresStore(PostgresSearch):
+class PostgresStore(PostgresDocuments):
     def __init__(
         self, url: str, *, create: bool = True, read_only: bool = False, settings: Settings | None = None
     ) -> None:
@@ -80,7 +65,7 @@ class PostgresStore(PostgresSearch):
             name="citeline",
         )
         try:
-            self._open_schema(create)
+            self.iterative_scan = open_schema(self.url, self.location, create, read_only)
             self.pool.open(wait=True, timeout=30.0)
         except psycopg.Error as exc:
             self.pool.close()
@@ -105,79 +90,25 @@ class PostgresStore(PostgresSearch):
 
         register_vector(conn)
 
-    def _open_schema(self, create: bool) -> None:
-        import psycopg
-
-        with psycopg.connect(self.url, autocommit=True, connect_timeout=30) as conn:
-            tables = {
-                r[0]
-                for r in conn.execute(
-                    "SELECT table_name FROM information_schema.tables WHERE table_schema = current_schema()"
-                )
-            }
-            if "citeline_schema" not in tables:
-                clash = sorted(set(TABLES) & tables)
-                if clash:
-                    raise NotAnIndexError(self.location, f"the database has tables named {', '.join(clash)}")
-                if self.read_only or not create:
-                    raise NotAnIndexError(self.location, "no index here yet; `citeline add` creates one")
-            self._check_pgvector(conn)
-            current = self._schema_version(conn) if "citeline_schema" in tables else 0
-            if current > SCHEMA_VERSION:
-                raise SchemaTooNewError(self.location, current, SCHEMA_VERSION)
-            if current < SCHEMA_VERSION:
-                if self.read_only:
-                    raise CitelineError(
-                        f"{self.location}: the index needs a schema upgrade but is read-only."
-                    )
-                with conn.transaction():
-                    conn.execute("SELECT pg_advisory_xact_lock(%s)", (_MIGRATION_LOCK,))
-                    conn.execute(
-                        "CREATE TABLE IF NOT EXISTS citeline_schema "
-                        "(version integer PRIMARY KEY, applied_at double precision NOT NULL)"
-                    )
-                    migrate(conn, self._schema_version(conn))  # another process may have migrated
-            version = self._one_in(conn, "SELECT extversion FROM pg_extension WHERE extname = 'vector'")
-            self.iterative_scan = parse_version(str(version)) >= ITERATIVE_SCAN_PGVECTOR
-
-    @staticmethod
-    def _one_in(conn: Any, sql: str) -> Any:
-        row = conn.execute(sql).fetchone()
-        return None if row is None else row[0]
-
-    def _schema_version(self, conn: Any) -> int:
-        return int(self._one_in(conn, "SELECT coalesce(max(version), 0) FROM citeline_schema") or 0)
-
-    def _check_pgvector(self, conn: Any) -> None:
-        import psycopg
-
-        if self._one_in(conn, "SELECT extversion FROM pg_extension WHERE extname = 'vector'") is None:
-            available = self._one_in(
-                conn, "SELECT default_version FROM pg_available_extensions WHERE name = 'vector'"
-            )
-            if available is None:
-                raise CitelineError(
-                    f"{self.location}: the server has no pgvector extension; install pgvector >= "
-                    f"{'.'.join(map(str, MIN_PGVECTOR))} on it."
-                )
-            if self.read_only:
-                raise CitelineError(f"{self.location}: run CREATE EXTENSION vector first (read-only here).")
-            try:
-                conn.execute("CREATE EXTENSION IF NOT EXISTS vector")
-            except psycopg.Error as exc:
-                raise CitelineError(
-                    f"{self.location}: could not create the pgvector extension ({exc.diag.message_primary}); "
-                    "ask the database owner to run CREATE EXTENSION vector."
-                ) from None
-        version = str(self._one_in(conn, "SELECT extversion FROM pg_extension WHERE extname = 'vector'"))
-        if parse_version(version) < MIN_PGVECTOR:
-            raise CitelineError(
-                f"{self.location}: pgvector {version} is too old; citeline needs >= "
-                f"{'.'.join(map(str, MIN_PGVECTOR))} (HNSW)."
-            )
-
     def close(self) -> None:
         self.pool.close()
+
+    @contextmanager
+    def bulk_load(self) -> Iterator[None]:
+        """Load many documents at once: the HNSW index is dropped while loading and built once at
+        the end (pgvector's advice: much faster than maintaining it row by row). Dense searches
+        meanwhile scan exactly: correct, only slower. Used by migrate and Ray ingestion into an
+        empty index."""
+        with self._write() as conn:
+            conn.execute("DROP INDEX IF EXISTS chunks_embedding_hnsw")
+        try:
+            yield
+        finally:
+            dim = self._dim()
+            if dim:
+                with self._write() as conn:
+                    conn.execute("SET LOCAL maintenance_work_mem = '512MB'")
+                    conn.execute(hnsw_index_sql(dim))
 
     # -- index metadata -------------------------------------------------------------------------
 
@@ -204,89 +135,6 @@ class PostgresStore(PostgresSearch):
             raise EmbedderMismatchError(f"{info.name} ({info.version})", name)
 
     # -- documents ------------------------------------------------------------------------------
-
-    def _documents(self, conn: Any, rows: Sequence[tuple[Any, ...]]) -> list[Document]:
-        ids = [r[0] for r in rows]
-        tags: dict[str, dict[str, str]] = {i: {} for i in ids}
-        acl: dict[str, list[str]] = {i: [] for i in ids}
-        if ids:
-            for doc_id, key, value in conn.execute(
-                "SELECT document_id, key, value FROM doc_tags WHERE document_id = ANY(%s)", (ids,)
-            ):
-                tags[doc_id][key] = value
-            for doc_id, entry in conn.execute(
-                'SELECT document_id, entry FROM doc_acl WHERE document_id = ANY(%s) ORDER BY entry COLLATE "C"',
-                (ids,),
-            ):
-                acl[doc_id].append(entry)
-        return [
-            Document(
-                id=r[0],
-                source=r[1],
-                title=r[2],
-                format=r[3],
-                content_hash=r[4],
-                size=r[5],
-                mtime=r[6],
-                page_count=r[7],
-                tags=tags[r[0]],
-                acl=tuple(acl[r[0]]),
-                metadata=r[8] if isinstance(r[8], dict) else json.loads(r[8]),
-                added_at=r[9],
-                updated_at=r[10],
-                collection=r[11],
-            )
-            for r in rows
-        ]
-
-    def _find(self, where: str, params: Sequence[Any]) -> Document | None:
-        with self._read() as conn:
-            row = conn.execute(
-                f"SELECT {_DOC_COLUMNS} FROM documents WHERE {where} LIMIT 1", params
-            ).fetchone()
-            return None if row is None else self._documents(conn, [row])[0]
-
-    def get_document(self, document_id: str) -> Document | None:
-        return self._find("document_id = %s", (document_id,))
-
-    def find_document(self, source: str, collection: str | None = None) -> Document | None:
-        scope, extra = ("AND collection = %s", [collection]) if collection is not None else ("", [])
-        return self._find(f"source = %s {scope} ORDER BY collection", [source, *extra]) or self._find(
-            f"metadata->>'path' = %s {scope}", [source, *extra]
-        )
-
-    def documents(self, flt: Filter, limit: int | None = None, offset: int = 0) -> list[Document]:
-        cond, params = self._filter(flt, "document_id")
-        with self._read() as conn:
-            rows = conn.execute(
-                f"SELECT {_DOC_COLUMNS} FROM documents {'WHERE ' + cond if cond else ''} "
-                "ORDER BY collection, source LIMIT %s OFFSET %s",
-                [*params, limit, offset],
-            ).fetchall()
-            return self._documents(conn, rows)
-
-    def count_documents(self, flt: Filter) -> int:
-        cond, params = self._filter(flt, "document_id")
-        with self._read() as conn:
-            row = conn.execute(
-                f"SELECT count(*) FROM documents {'WHERE ' + cond if cond else ''}", params
-            ).fetchone()
-        return int(row[0])
-
-    def document_text(self, document_id: str) -> str:
-        value = self._one("SELECT text FROM documents WHERE document_id = %s", (document_id,))
-        return "" if value is None else str(value)
-
-    def page_starts(self, document_id: str) -> list[int]:
-        value = self._one("SELECT page_starts FROM documents WHERE document_id = %s", (document_id,))
-        return [] if value is None else list(value if isinstance(value, list) else json.loads(value))
-
-    def original(self, document_id: str) -> bytes | None:
-        content_hash = self._one("SELECT content_hash FROM documents WHERE document_id = %s", (document_id,))
-        if content_hash is None:
-            return None
-        data = self._one("SELECT data FROM blobs WHERE content_hash = %s", (content_hash,))
-        return None if data is None else bytes(data)
 
     def replace_document(
         self,
@@ -334,50 +182,6 @@ class PostgresStore(PostgresSearch):
         with self._write() as conn:
             chunks, tokens = remove_documents(conn, [document_id])
             self._bump(conn, -chunks, -tokens)
-
-    def document_chunks(self, document_id: str) -> list[str]:
-        with self._read() as conn:
-            rows = conn.execute(
-                "SELECT chunk_id FROM chunks WHERE document_id = %s ORDER BY ordinal", (document_id,)
-            ).fetchall()
-        return [r[0] for r in rows]
-
-    def chunks(self, chunk_ids: Sequence[str]) -> dict[str, tuple[Chunk, Document]]:
-        ids = list(dict.fromkeys(chunk_ids))
-        if not ids:
-            return {}
-        with self._read() as conn:
-            rows = conn.execute(
-                'SELECT c.chunk_id, c.document_id, c.ordinal, c.start, c."end", c.page, c.page_end, c.heading, '
-                'c.kind, c.index_text, c.token_count, substr(d.text, c.start + 1, c."end" - c.start) '
-                "FROM chunks c JOIN documents d ON d.document_id = c.document_id WHERE c.chunk_id = ANY(%s)",
-                (ids,),
-            ).fetchall()
-            doc_rows = conn.execute(
-                f"SELECT {_DOC_COLUMNS} FROM documents WHERE document_id = ANY(%s)",
-                (list({r[1] for r in rows}),),
-            ).fetchall()
-            docs = {d.id: d for d in self._documents(conn, doc_rows)}
-        out: dict[str, tuple[Chunk, Document]] = {}
-        for r in rows:
-            if r[1] not in docs:
-                continue
-            chunk = Chunk(
-                id=r[0],
-                document_id=r[1],
-                ordinal=r[2],
-                start=r[3],
-                end=r[4],
-                page=r[5],
-                page_end=r[6],
-                heading_trail=tuple(json.loads(r[7])),
-                kind=r[8],
-                index_text=r[9],
-                token_count=r[10],
-                text=r[11],
-            )
-            out[r[0]] = (chunk, docs[r[1]])
-        return out
 
     # -- vectors --------------------------------------------------------------------------------
 
@@ -430,6 +234,11 @@ class PostgresStore(PostgresSearch):
             self._set_meta(conn, "embedder_dim", str(dim))
             conn.execute(hnsw_index_sql(dim))
             self._bump(conn)
+
+    @staticmethod
+    def _one_in(conn: Any, sql: str) -> Any:
+        row = conn.execute(sql).fetchone()
+        return None if row is None else row[0]
 
     @staticmethod
     def _one_in_params(conn: Any, sql: str, params: Sequence[Any]) -> Any:

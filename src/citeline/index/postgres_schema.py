@@ -23,7 +23,10 @@ from __future__ import annotations
 
 from typing import Any
 
+from citeline.errors import CitelineError, NotAnIndexError, SchemaTooNewError
+
 SCHEMA_VERSION = 1
+_MIGRATION_LOCK = 0x6369_7465_6D69_6772  # pg_advisory_xact_lock key of schema migrations
 #: pgvector's first version with HNSW, and the one with iterative (filtered) index scans
 MIN_PGVECTOR = (0, 5, 0)
 ITERATIVE_SCAN_PGVECTOR = (0, 8, 0)
@@ -181,3 +184,74 @@ def migrate(conn: Any, current: int) -> None:
                 "INSERT INTO citeline_schema (version, applied_at) VALUES (%s, extract(epoch FROM now()))",
                 (version,),
             )
+
+
+def open_schema(url: str, location: str, create: bool, read_only: bool) -> bool:
+    """Check pgvector and migrate the schema; True when pgvector has iterative index scans."""
+    import psycopg
+
+    with psycopg.connect(url, autocommit=True, connect_timeout=30) as conn:
+        tables = {
+            r[0]
+            for r in conn.execute(
+                "SELECT table_name FROM information_schema.tables WHERE table_schema = current_schema()"
+            )
+        }
+        if "citeline_schema" not in tables:
+            clash = sorted(set(TABLES) & tables)
+            if clash:
+                raise NotAnIndexError(location, f"the database has tables named {', '.join(clash)}")
+            if read_only or not create:
+                raise NotAnIndexError(location, "no index here yet; `citeline add` creates one")
+        _check_pgvector(conn, location, read_only)
+        current = _schema_version(conn) if "citeline_schema" in tables else 0
+        if current > SCHEMA_VERSION:
+            raise SchemaTooNewError(location, current, SCHEMA_VERSION)
+        if current < SCHEMA_VERSION:
+            if read_only:
+                raise CitelineError(f"{location}: the index needs a schema upgrade but is read-only.")
+            with conn.transaction():
+                conn.execute("SELECT pg_advisory_xact_lock(%s)", (_MIGRATION_LOCK,))
+                conn.execute(
+                    "CREATE TABLE IF NOT EXISTS citeline_schema "
+                    "(version integer PRIMARY KEY, applied_at double precision NOT NULL)"
+                )
+                migrate(conn, _schema_version(conn))  # another process may have migrated
+        version = _one(conn, "SELECT extversion FROM pg_extension WHERE extname = 'vector'")
+        return parse_version(str(version)) >= ITERATIVE_SCAN_PGVECTOR
+
+
+def _one(conn: Any, sql: str) -> Any:
+    row = conn.execute(sql).fetchone()
+    return None if row is None else row[0]
+
+
+def _schema_version(conn: Any) -> int:
+    return int(_one(conn, "SELECT coalesce(max(version), 0) FROM citeline_schema") or 0)
+
+
+def _check_pgvector(conn: Any, location: str, read_only: bool) -> None:
+    import psycopg
+
+    if _one(conn, "SELECT extversion FROM pg_extension WHERE extname = 'vector'") is None:
+        available = _one(conn, "SELECT default_version FROM pg_available_extensions WHERE name = 'vector'")
+        if available is None:
+            raise CitelineError(
+                f"{location}: the server has no pgvector extension; install pgvector >= "
+                f"{'.'.join(map(str, MIN_PGVECTOR))} on it."
+            )
+        if read_only:
+            raise CitelineError(f"{location}: run CREATE EXTENSION vector first (read-only here).")
+        try:
+            conn.execute("CREATE EXTENSION IF NOT EXISTS vector")
+        except psycopg.Error as exc:
+            raise CitelineError(
+                f"{location}: could not create the pgvector extension ({exc.diag.message_primary}); "
+                "ask the database owner to run CREATE EXTENSION vector."
+            ) from None
+    version = str(_one(conn, "SELECT extversion FROM pg_extension WHERE extname = 'vector'"))
+    if parse_version(version) < MIN_PGVECTOR:
+        raise CitelineError(
+            f"{location}: pgvector {version} is too old; citeline needs >= "
+            f"{'.'.join(map(str, MIN_PGVECTOR))} (HNSW)."
+        )

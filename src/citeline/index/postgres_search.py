@@ -52,18 +52,18 @@ def _bm25_sql(keyword: KeywordQuery, chunk_cond: str, posting_cond: str) -> str:
             "GROUP BY p.seq)"
         )
     if multi:
-        tfs = []
+        counts = []
         for i in multi:
             follows = " AND ".join(
                 f"EXISTS (SELECT 1 FROM unnest(c.tsv) b WHERE b.lexeme = %(l{i}_{j})s AND p + {j} = ANY(b.positions))"
                 for j in range(1, len(keyword.phrases[i]))
             )
-            tfs.append(
+            counts.append(
                 f"(CASE WHEN c.tsv @@ %(q{i})s::tsquery THEN (SELECT count(*) FROM unnest(c.tsv) a, "
                 f"unnest(a.positions) p WHERE a.lexeme = %(l{i}_0)s AND {follows}) END) AS tf{i}"
             )
         parts.append(
-            f"multi AS (SELECT c.seq, c.document_id, c.n_tokens, {', '.join(tfs)} FROM chunks c "
+            f"multi AS (SELECT c.seq, c.document_id, c.n_tokens, {', '.join(counts)} FROM chunks c "
             f"WHERE c.tsv @@ %(multi)s::tsquery {'AND ' + chunk_cond if chunk_cond else ''})"
         )
     if singles and multi:

@@ -21,6 +21,7 @@ import itertools
 import os
 import re
 from collections.abc import Iterable
+from contextlib import nullcontext
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -43,6 +44,7 @@ from citeline.ingest.pipeline import (
     prepare,
     source_for,
 )
+from citeline.retrieval.filters import Filter
 from citeline.settings import Settings
 
 _SPEC = re.compile(r"^(?:ray://[^\s/]+|local:\d+)$")
@@ -154,19 +156,23 @@ def add_distributed(
         raise MissingExtraError("--workers (distributed ingestion)", "ray", "ray") from exc
     check_workers(workers)
     owned = _connect(ray, workers)
+    store = ingestor.store
+    # A new index: build the vector index once at the end instead of row by row (PostgreSQL).
+    bulk = getattr(store, "bulk_load", None) if store.count_chunks(Filter.admin()) == 0 else None
     try:
-        return _run(
-            ray,
-            ingestor,
-            paths,
-            workers,
-            tags or {},
-            tuple(sorted(set(acl))),
-            progress,
-            collection,
-            root,
-            batch,
-        )
+        with bulk() if bulk is not None else nullcontext():
+            return _run(
+                ray,
+                ingestor,
+                paths,
+                workers,
+                tags or {},
+                tuple(sorted(set(acl))),
+                progress,
+                collection,
+                root,
+                batch,
+            )
     finally:
         if owned:
             ray.shutdown()
