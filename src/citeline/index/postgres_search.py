@@ -1,12 +1,14 @@
 """The PostgreSQL store's search: BM25 over a GIN-indexed tsvector and cosine over pgvector, both
 filtered in SQL before ranking. A mixin of PostgresStore (index/postgres.py).
 
-Keyword side: the candidates are the rows whose tsvector matches the query's tsquery (GIN) and
-that the filter lets through; each is scored in SQL by FTS5's bm25() from its stored length and
-the positions of the query's lexemes (phrases counted from consecutive positions), with N, the
-average length (counters kept by every write) and each phrase's document frequency (counted by
-the GIN index, cached per index generation) over the whole table, as FTS5 does. Ties go to the
-older row (``seq``), as SQLite's rowid.
+Keyword side: chunks are tokenised exactly as FTS5 does (postgres_text.py) into a tsvector (GIN:
+matching, phrases, filtered term counts) and postings (lexeme, chunk, frequency, chunk length;
+a covering index per lexeme). A search reads the postings of the query's single lexemes and the
+tsvector positions of rows holding a multi-token phrase (compound identifiers), filtered in SQL
+by the documents the Filter lets through, and scores each candidate with FTS5's bm25(): N, the
+average length (counters kept by every write) and each phrase's document frequency (counted from
+the postings or the GIN index, cached per index generation) over the whole table, as FTS5 does.
+Ties go to the older row (``seq``), as SQLite's rowid.
 
 Dense side: exact cosine over the allowed rows when they are few (below ``pg_exact_scan_rows`` or
 ``pg_exact_scan_fraction`` of the chunks), else the HNSW index with ``hnsw.ef_search`` raised so

@@ -5,8 +5,8 @@ PostgreSQL's own parser and snowball stemmer split and stem differently from SQL
 Porter2), so ``to_tsvector``/``websearch_to_tsquery`` would rank differently from the embedded
 store. Instead the tokens are computed here by SQLite's own tokenizer (an in-memory FTS5 table
 read through its ``fts5vocab`` 'instance' view: the exact same code the embedded store runs) and
-stored as a tsvector of ready lexemes with their positions, indexed by GIN. A query becomes a
-tsquery over the same lexemes: each quoted unit of the keyword search (``keyword_phrases``) is a
+stored as a tsvector of ready lexemes with their positions, indexed by GIN, and as postings for
+BM25 (postgres_write.py). A query becomes a tsquery over the same lexemes: each quoted unit of the keyword search (``keyword_phrases``) is a
 lexeme or a ``<->`` phrase, OR-ed, exactly as the embedded store's MATCH expression.
 
 BM25 then follows FTS5's ``bm25()`` (k1 = 1.2, b = 0.75, IDF = ln((N - n + 0.5) / (n + 0.5)),
