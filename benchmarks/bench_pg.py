@@ -74,11 +74,36 @@ def corpus(limit: int) -> list[tuple[str, str]]:
     return out
 
 
-def vectors(chunks: list[tuple[str, str]], real: int, cache: Path) -> np.ndarray:
+def from_index(location: str, limit: int) -> tuple[list[tuple[str, str]], np.ndarray]:
+    """(title, text) and the real vectors of the first ``limit`` chunks of an embedded index (the
+    SciFact evaluation index: real text, real MiniLM vectors, no embedding here)."""
+    store = open_store(location, create=False, read_only=True)
+    chunks: list[tuple[str, str]] = []
+    hashes: list[str] = []
+    for doc in store.documents(Filter.admin()):
+        found = store.chunks(store.document_chunks(doc.id))
+        for chunk, _ in sorted(found.values(), key=lambda x: x[0].ordinal):
+            title, sep, body = chunk.index_text.partition(" > ")
+            if not sep or len(chunks) >= limit:
+                continue
+            chunks.append((title, body))
+            hashes.append(text_hash(chunk.index_text))
+        if len(chunks) >= limit:
+            break
+    found_vectors = store.cached_vectors(hashes)
+    store.close()
+    return chunks, np.stack([found_vectors[h] for h in hashes]).astype(np.float32)
+
+
+def vectors(
+    chunks: list[tuple[str, str]], real: int, cache: Path, head: np.ndarray | None = None
+) -> np.ndarray:
     from citeline.embedding import make_embedder
 
     path = cache / f"bench_pg_vectors_{real}.npy"
-    if path.exists():
+    if head is not None:
+        pass
+    elif path.exists():
         head = np.load(path)
     else:
         embedder = make_embedder("minilm-int8")
@@ -308,6 +333,11 @@ def main() -> None:
     parser.add_argument("--clients", type=int, default=8)
     parser.add_argument("--seconds", type=float, default=20.0, help="throughput run length")
     parser.add_argument("--pipeline-docs", type=int, default=300)
+    parser.add_argument(
+        "--real-from",
+        help="take the real chunks and vectors from this embedded index (e.g. the SciFact evaluation "
+        "index that `citeline eval retrieval` built) instead of embedding them here",
+    )
     parser.add_argument("--out", type=Path, default=RESULTS / "bench_pg")
     args = parser.parse_args()
     if not (DATASETS / "scifact").is_dir():
@@ -315,8 +345,13 @@ def main() -> None:
     from citeline.embedding import make_embedder
     from citeline.settings import cache_root
 
-    chunks = corpus(args.chunks)
-    vecs = vectors(chunks, min(args.real, len(chunks)), cache_root() / "bench")
+    head = None
+    if args.real_from:
+        real_chunks, head = from_index(args.real_from, args.real)
+        chunks = real_chunks + corpus(args.chunks - len(real_chunks))
+    else:
+        chunks = corpus(args.chunks)
+    vecs = vectors(chunks, min(args.real, len(chunks)), cache_root() / "bench", head)
     writes = documents(chunks, vecs)
     for i, w in enumerate(writes):
         w.document.tags.update(share_tags(i))

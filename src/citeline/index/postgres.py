@@ -19,6 +19,8 @@ from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
+import psycopg  # a missing extra fails here: the registry names citeline[postgres]
+from psycopg_pool import ConnectionPool
 
 from citeline.errors import CitelineError, EmbedderMismatchError
 from citeline.index.base import DocumentWrite, EmbedderInfo, Vector
@@ -41,9 +43,6 @@ class PostgresStore(PostgresDocuments):
     def __init__(
         self, url: str, *, create: bool = True, read_only: bool = False, settings: Settings | None = None
     ) -> None:
-        import psycopg
-        from psycopg_pool import ConnectionPool
-
         self.url = url.replace("postgresql+psycopg://", "postgresql://", 1)
         self.location = redact_url(self.url)
         self.read_only = read_only
