@@ -52,21 +52,25 @@ RESULTS = ROOT / "benchmarks" / "results"
 PER_DOC = 10
 
 
-def corpus(limit: int) -> list[tuple[str, str]]:
-    """(title, text) chunks of real text: 3-sentence windows, stride 1."""
+Piece = tuple[str, str, str]  # (title, chunk text, indexed text: the title and the text)
+
+
+def corpus(limit: int) -> list[Piece]:
+    """Chunks of real text: 3-sentence windows, stride 1."""
     texts: list[tuple[str, str]] = []
     with gzip.open(DATASETS / "scifact" / "corpus.jsonl.gz", "rt", encoding="utf-8") as f:
         texts += [(d.get("title", ""), d["text"]) for d in map(json.loads, f)]
     with gzip.open(DATASETS / "pubmedqa" / "ori_pqal.json.gz", "rt", encoding="utf-8") as f:
         pubmed = json.load(f)
     texts += [(v["QUESTION"], " ".join(v["CONTEXTS"])) for v in pubmed.values()]
-    out: list[tuple[str, str]] = []
+    out: list[Piece] = []
     while len(out) < limit:
         before = len(out)
         for title, text in texts:
             sentences = [s for s in blingfire.text_to_sentences(text).split("\n") if s.strip()]
             for i in range(max(1, len(sentences) - 2)):
-                out.append((title, " ".join(sentences[i : i + 3])))
+                body = " ".join(sentences[i : i + 3])
+                out.append((title, body, f"{title}\n\n{body}"))
                 if len(out) >= limit:
                     return out
         if len(out) == before:
@@ -74,19 +78,18 @@ def corpus(limit: int) -> list[tuple[str, str]]:
     return out
 
 
-def from_index(location: str, limit: int) -> tuple[list[tuple[str, str]], np.ndarray]:
-    """(title, text) and the real vectors of the first ``limit`` chunks of an embedded index (the
+def from_index(location: str, limit: int) -> tuple[list[Piece], np.ndarray]:
+    """The chunks and the real vectors of the first ``limit`` chunks of an embedded index (the
     SciFact evaluation index: real text, real MiniLM vectors, no embedding here)."""
     store = open_store(location, create=False, read_only=True)
-    chunks: list[tuple[str, str]] = []
+    chunks: list[Piece] = []
     hashes: list[str] = []
     for doc in store.documents(Filter.admin()):
         found = store.chunks(store.document_chunks(doc.id))
         for chunk, _ in sorted(found.values(), key=lambda x: x[0].ordinal):
-            title, sep, body = chunk.index_text.partition(" > ")
-            if not sep or len(chunks) >= limit:
-                continue
-            chunks.append((title, body))
+            if len(chunks) >= limit:
+                break
+            chunks.append((doc.title, chunk.text, chunk.index_text))
             hashes.append(text_hash(chunk.index_text))
         if len(chunks) >= limit:
             break
@@ -108,7 +111,7 @@ def vectors(
     else:
         embedder = make_embedder("minilm-int8")
         head = np.concatenate(
-            [embedder.embed([f"{t} > {x}" for t, x in chunks[lo : lo + 256]]) for lo in range(0, real, 256)]
+            [embedder.embed([x for _, _, x in chunks[lo : lo + 256]]) for lo in range(0, real, 256)]
         ).astype(np.float32)
         cache.mkdir(parents=True, exist_ok=True)
         np.save(path, head)
@@ -120,14 +123,13 @@ def vectors(
     return np.concatenate([head, rest.astype(np.float32)])
 
 
-def documents(chunks: list[tuple[str, str]], vecs: np.ndarray) -> list[DocumentWrite]:
+def documents(chunks: list[Piece], vecs: np.ndarray) -> list[DocumentWrite]:
     writes = []
     for lo in range(0, len(chunks), PER_DOC):
         source = f"bench/{lo // PER_DOC:06d}.md"
         doc_id = document_id_for("default", source)
         part, text, pieces, pos = chunks[lo : lo + PER_DOC], "", [], 0
-        for j, (title, body) in enumerate(part):
-            index_text = f"{title} > {body}"
+        for j, (title, body, index_text) in enumerate(part):
             pieces.append(
                 Chunk(
                     f"{doc_id[:12]}-{j:012d}",
