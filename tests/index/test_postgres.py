@@ -18,8 +18,10 @@ from citeline.cli import main
 from citeline.components import open_store
 from citeline.errors import CitelineError, SchemaTooNewError
 from citeline.index.postgres_schema import DISTRIBUTION, REFERENCE_TABLES, SCHEMA_VERSION
-from citeline.retrieval.filters import Filter
+from citeline.retrieval.filters import Filter, Principal
 from conftest import ADMIN, OpenIndex
+
+ALICE_LIKE = Principal(user="alice", groups=("eng",))
 
 
 def _password(url: str) -> str:
@@ -200,3 +202,39 @@ def test_a_writer_never_shows_readers_half_a_document(open_index: OpenIndex, tmp
         t.join(timeout=60)
     assert not errors, errors[0]
     assert writes >= 4 and reads[0] >= 10
+
+
+def test_keyword_scores_equal_the_embedded_store_on_tricky_text(pg_url: str, tmp_path: Path) -> None:
+    """Codes, versions, diacritics, repeated and hyphenated tokens: the same hits, the same BM25."""
+    from index.test_store_contract import DIM, put
+
+    texts = [
+        ["Error LDG-4012 means the ledger is locked.", "Run ldg 4012 repair, then LDG-4012 clears."],
+        ["Café naïve résumé über alles", "cafe naive resume"],
+        ["Release v2.1.0 fixes sync_batch_size; 2.1.0 is stable.", "sync batch size tuning"],
+        ["a-a-a pattern a a a", "the a-a case and a-b-a"],
+        ["running runners run", "ran quickly, runs often"],
+    ]
+    stores = [open_store(str(tmp_path / "embedded")), open_store(pg_url)]
+    for store in stores:
+        store.bind_embedder("test-embedder", "1", DIM)
+        for i, paragraphs in enumerate(texts):
+            put(store, f"t{i}.md", paragraphs, seed=i)
+    queries = [
+        "LDG-4012",
+        "ldg 4012 ledger",
+        "café resume",
+        "v2.1.0 sync_batch_size",
+        "a-a",
+        "a-b-a a",
+        "runs",
+        "the",
+    ]
+    for query in queries:
+        sqlite_hits, pg_hits = (s.keyword_search(query, Filter.admin(), 20) for s in stores)
+        assert [c for c, _ in pg_hits] == [c for c, _ in sqlite_hits], query
+        assert [s for _, s in pg_hits] == pytest.approx([s for _, s in sqlite_hits], rel=1e-12), query
+        weights = [s.term_weights(query.split(), Filter(principal=ALICE_LIKE)) for s in stores]
+        assert weights[1] == pytest.approx(weights[0]), query
+    for store in stores:
+        store.close()
