@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 import sys
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import closing, contextmanager
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -138,7 +138,7 @@ class CitelineGroup(click.Group):
     envvar="CITELINE_INDEX",
     default=".citeline",
     show_default=True,
-    help="Index folder (or CITELINE_INDEX).",
+    help="Index folder or database URL, e.g. postgresql://user@host/db (or CITELINE_INDEX).",
 )
 @click.version_option(package_name="citeline")
 @click.pass_context
@@ -403,18 +403,10 @@ def migrate(source: str, target: str) -> None:
     from citeline.components import open_store
     from citeline.index.migrate import migrate as copy_index
 
-    with _closing(open_store(source, create=False)) as src, _closing(open_store(target)) as dst:
+    with closing(open_store(source, create=False)) as src, closing(open_store(target)) as dst:
         with _progress(sys.stderr.isatty()) as progress:
             report = copy_index(src, dst, progress)
         out.print(f"{escape(src.location)} -> {escape(dst.location)}: {report.summary()}")
-
-
-@contextmanager
-def _closing(store: Any) -> Iterator[Any]:
-    try:
-        yield store
-    finally:
-        store.close()
 
 
 @main.command()
