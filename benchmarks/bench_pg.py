@@ -381,6 +381,10 @@ def main() -> None:
                 row: dict[str, Any] = {
                     "pipeline": pipeline_ingest(make("pipeline"), folder, args.pipeline_docs)
                 }
+                small = open_store(make("incremental"))
+                few = writes[: 5000 // PER_DOC]
+                row["incremental_chunks_per_s"] = round(5000 / load(small, few, vecs.shape[1], bulk=False))
+                small.close()
                 location = make("big")
                 store = open_store(location)
                 seconds = load(store, writes, vecs.shape[1])

@@ -209,16 +209,23 @@ class PostgresSearch(PostgresRecords):
             rows: list[Any] = []
             if not exact:
                 # Enough candidates that ~k survive the filter, within pgvector's limit of 1000.
-                ef = max(self.ef_search, k, math.ceil(2 * k * total / allowed))
-                conn.execute("SELECT set_config('hnsw.ef_search', %s, true)", (str(min(ef, 1000)),))
-                if self.iterative_scan:
-                    conn.execute("SELECT set_config('hnsw.iterative_scan', 'strict_order', true)")
-                expr = f"(c.embedding::vector({dim}))"
-                rows = conn.execute(
-                    f"SELECT c.chunk_id, {expr} <=> %s::vector({dim}) AS d FROM chunks c {where} "
-                    f"ORDER BY {expr} <=> %s::vector({dim}) LIMIT %s",
-                    [query, *params, query, k],
-                ).fetchall()
+                ef = min(1000, max(self.ef_search, k, math.ceil(2 * k * total / allowed)))
+                conn.execute("SELECT set_config('hnsw.ef_search', %s, true)", (str(ef),))
+                expr = f"(c.embedding::vector({dim})) <=> %s::vector({dim})"
+                if not cond or self.iterative_scan:
+                    if self.iterative_scan:  # pgvector >= 0.8 keeps scanning until k rows pass
+                        conn.execute("SELECT set_config('hnsw.iterative_scan', 'strict_order', true)")
+                    rows = conn.execute(
+                        f"SELECT c.chunk_id, {expr} AS d FROM chunks c {where} ORDER BY {expr} LIMIT %s",
+                        [query, *params, query, k],
+                    ).fetchall()
+                else:  # the index's ef nearest, then the filter (what pgvector < 0.8 does anyway)
+                    outer, outer_params = self._filter(flt, "x.document_id")
+                    rows = conn.execute(
+                        f"SELECT x.chunk_id, x.d FROM (SELECT c.chunk_id, c.document_id, {expr} AS d "
+                        f"FROM chunks c ORDER BY {expr} LIMIT %s) x WHERE {outer} ORDER BY x.d LIMIT %s",
+                        [query, query, ef, *outer_params, k],
+                    ).fetchall()
             if exact or (self.hnsw_fallback and len(rows) < min(k, allowed)):
                 # No cast: the HNSW index (on the cast expression) cannot serve this ordering.
                 rows = conn.execute(
