@@ -94,8 +94,9 @@ class Settings:
         min=0,
     )
     pg_exact_scan_fraction: float = _opt(
-        0.1,
-        "PostgreSQL: ... or at most this share of all chunks (pgvector < 0.8 filters after HNSW)",
+        0.5,
+        "PostgreSQL, pgvector < 0.8: ... or at most this share of all chunks (HNSW filters after its "
+        "candidate list; benchmarks/results/bench_pg.md)",
         min=0.0,
         max=1.0,
     )

@@ -10,11 +10,12 @@ average length (counters kept by every write) and each phrase's document frequen
 the postings or the GIN index, cached per index generation) over the whole table, as FTS5 does.
 Ties go to the older row (``seq``), as SQLite's rowid.
 
-Dense side: exact cosine over the allowed rows when they are few (below ``pg_exact_scan_rows`` or
-``pg_exact_scan_fraction`` of the chunks), else the HNSW index with ``hnsw.ef_search`` raised so
-that the post-filtered candidate list still holds k rows (pgvector < 0.8 filters after the
-index scan; with 0.8's iterative scans the index keeps going); an index scan that still returns
-fewer than k rows is redone exactly.
+Dense side: exact cosine over the allowed rows when they are few (at most ``pg_exact_scan_rows``,
+or, before pgvector 0.8, at most ``pg_exact_scan_fraction`` of the chunks: measured in
+benchmarks/results/bench_pg.md, a post-filtered HNSW list comes back short and with poor recall
+below half), else the HNSW index with ``hnsw.ef_search`` raised so that the post-filtered
+candidate list still holds k rows (with 0.8's iterative scans the index keeps going); an index
+scan that still returns fewer than k rows is redone exactly.
 """
 
 from __future__ import annotations
@@ -204,7 +205,10 @@ class PostgresSearch(PostgresRecords):
                 )
             if allowed == 0:
                 return []
-            exact = allowed <= max(self.exact_scan_rows, k) or allowed <= self.exact_scan_fraction * total
+            # pgvector < 0.8 filters after the index scan: below this share it comes back short
+            # (benchmarks/results/bench_pg.md), so scan exactly; 0.8's iterative scans do not need it.
+            share = 0.0 if self.iterative_scan else self.exact_scan_fraction
+            exact = allowed <= max(self.exact_scan_rows, k) or allowed <= share * total
             where = f"WHERE {cond}" if cond else ""
             rows: list[Any] = []
             if not exact:
