@@ -87,7 +87,7 @@ class LocalPostgres:
     # -- life cycle ----------------------------------------------------------------------------
 
     @classmethod
-    def start(cls, folder: Path, *, durable: bool = False, timeout: float = 60.0) -> LocalPostgres:
+    def start(cls, folder: Path, *, durable: bool = False, timeout: float = 300.0) -> LocalPostgres:
         """initdb in ``folder``/data and start the server; ``durable=False`` turns fsync off (tests)."""
         account = _service_account()
         folder.mkdir(parents=True, exist_ok=True)
