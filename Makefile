@@ -8,7 +8,7 @@ QUESTION ?= What does error LDG-4012 mean and how do I fix it?
 HOST ?= 127.0.0.1
 PORT ?= 8000
 
-.PHONY: install run serve test test-fast bench lint lock clean train train-data train-env
+.PHONY: install run serve test test-fast bench bench-pg lint lock clean train train-data train-env
 
 $(STAMP): requirements.lock pyproject.toml
 	@command -v $(PYTHON) >/dev/null 2>&1 || { echo "$(PYTHON) not found; run: make PYTHON=python3 ..."; exit 1; }
@@ -45,6 +45,10 @@ bench: $(STAMP)
 	$(BIN)/python benchmarks/bench_answers.py
 	$(BIN)/python benchmarks/bench_semantic_chunking.py
 	$(BIN)/python benchmarks/bench_query_expansion.py acronyms --split test
+
+# PostgreSQL + pgvector beside the embedded store: ingest rate, hybrid latency at 100k chunks, 8 clients.
+bench-pg: $(STAMP)
+	$(BIN)/python benchmarks/bench_pg.py
 
 # Our reader + claim checker (training/README.md, src/citeline/answer/data/cross-encoder/MODEL_CARD.md).
 # A separate environment: PyTorch is needed to train, never to run.
@@ -88,7 +92,7 @@ lint: $(STAMP)
 
 # Re-pin dependencies (with hashes) after editing pyproject.toml.
 lock: $(STAMP)
-	$(BIN)/pip-compile -q --extra dev --extra server --extra openai --extra anthropic --extra llamacpp --extra local-llm --generate-hashes \
+	$(BIN)/pip-compile -q --extra dev --extra server --extra openai --extra anthropic --extra llamacpp --extra local-llm --extra postgres --extra ray --generate-hashes \
 		--strip-extras --allow-unsafe -o requirements.lock pyproject.toml
 
 clean:

@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 import sys
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import closing, contextmanager
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -138,7 +138,7 @@ class CitelineGroup(click.Group):
     envvar="CITELINE_INDEX",
     default=".citeline",
     show_default=True,
-    help="Index folder (or CITELINE_INDEX).",
+    help="Index folder or database URL, e.g. postgresql://user@host/db (or CITELINE_INDEX).",
 )
 @click.version_option(package_name="citeline")
 @click.pass_context
@@ -159,6 +159,11 @@ def main(ctx: click.Context, index: str) -> None:
     type=click.Path(file_okay=False, path_type=Path),
     help="Documents are identified by their path relative to this folder (default: the current one).",
 )
+@click.option(
+    "--workers",
+    metavar="ray://HOST:PORT|local:N",
+    help="Parse and embed on a Ray cluster (or a local one with N CPUs); needs citeline[ray].",
+)
 @click.pass_context
 def add(
     ctx: click.Context,
@@ -169,15 +174,26 @@ def add(
     as_json: bool,
     collection: str,
     root: Path | None,
+    workers: str | None,
 ) -> None:
     """Add or update files and folders (recursively). Unchanged files cost nothing."""
     for entry in acl:
         if not entry.startswith(("group:", "user:")) and entry != "public":
             raise click.BadParameter(f"'{entry}' must be group:NAME, user:NAME or public", param_hint="--acl")
+    if workers:
+        from citeline.ingest.distributed import check_workers
+
+        check_workers(workers)
     kb = _kb(ctx, create=True)
     with _progress(not as_json and sys.stderr.isatty()) as progress:
         report = kb.add(
-            paths, tags=_parse_tags(tags), acl=acl, progress=progress, collection=collection, root=root
+            paths,
+            tags=_parse_tags(tags),
+            acl=acl,
+            progress=progress,
+            collection=collection,
+            root=root,
+            workers=workers,
         )
     if as_json:
         _print_json(report.to_json())
@@ -374,6 +390,23 @@ def reindex(ctx: click.Context, embedder_name: str) -> None:
     out.print(
         f"reindexed {result['chunks']} chunks with {result['embedder']} ({result['embedded']} embedded)"
     )
+
+
+@main.command()
+@click.option("--from", "source", required=True, metavar="DIR|URL", help="The index to copy.")
+@click.option("--to", "target", required=True, metavar="URL|DIR", help="Where to copy it (created if new).")
+def migrate(source: str, target: str) -> None:
+    """Copy an index to another store without re-embedding: a folder to PostgreSQL, or back.
+
+    Documents, originals, chunks, vectors, settings, API keys and traces; re-running resumes.
+    """
+    from citeline.components import open_store
+    from citeline.index.migrate import migrate as copy_index
+
+    with closing(open_store(source, create=False)) as src, closing(open_store(target)) as dst:
+        with _progress(sys.stderr.isatty()) as progress:
+            report = copy_index(src, dst, progress)
+        out.print(f"{escape(src.location)} -> {escape(dst.location)}: {report.summary()}")
 
 
 @main.command()

@@ -9,17 +9,12 @@ import click
 
 from citeline.kb import open_kb
 from citeline.registry import KINDS, registry
-from citeline.settings import load_settings, toml_value
+from citeline.settings import load_settings, redact_url, toml_value
 
 
 def _redact(value: Any) -> Any:
     """Database URLs may carry a password: never print it."""
-    if isinstance(value, str) and "://" in value and "@" in value:
-        scheme, rest = value.split("://", 1)
-        creds, host = rest.rsplit("@", 1)
-        if ":" in creds:
-            return f"{scheme}://{creds.split(':', 1)[0]}:***@{host}"
-    return value
+    return redact_url(value) if isinstance(value, str) else value
 
 
 @click.group("config", invoke_without_command=True)

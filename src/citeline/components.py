@@ -43,6 +43,9 @@ class Components:
     def __init__(self, settings: Settings, store: Store, *, embedder: Embedder | None = None) -> None:
         self._settings = settings
         self._store = store
+        configure = getattr(store, "configure", None)  # stores from plugins may predate it
+        if configure is not None:
+            configure(settings)
         self._embedder = embedder
         self._generator: Generator | None = None
         self._chat_model: ChatModel | None = None

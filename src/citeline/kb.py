@@ -83,7 +83,16 @@ class KnowledgeBase:
         *,
         collection: str = DEFAULT_COLLECTION,
         root: str | os.PathLike[str] | None = None,
+        workers: str | None = None,
     ) -> IngestReport:
+        """Add or update files and folders. ``workers`` (``ray://HOST:PORT`` or ``local:N``) parses
+        and embeds on Ray, writing here in batches (citeline.ingest.distributed)."""
+        if workers:
+            from citeline.ingest.distributed import add_distributed
+
+            return add_distributed(
+                self._ingestor(), [str(p) for p in paths], workers, tags, acl, progress, collection, root
+            )
         return self._ingestor().add(
             [str(p) for p in paths], tags=tags, acl=acl, progress=progress, collection=collection, root=root
         )

@@ -11,11 +11,13 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import re
 import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
+from urllib.parse import unquote
 
 from citeline.errors import ConfigError
 
@@ -108,6 +110,23 @@ class Settings:
     server_cors_origins: str = _opt("", "server: comma-separated origins allowed by CORS ('' = CORS off)")
     server_allow_anonymous: bool = _opt(
         False, "server: answer requests without a key (read-only, documents marked public only)"
+    )
+    # PostgreSQL store (index = postgresql://...)
+    pg_pool_size: int = _opt(8, "PostgreSQL: most connections one process keeps open", min=1, max=1000)
+    pg_exact_scan_rows: int = _opt(
+        20_000,
+        "PostgreSQL: a dense search whose filter lets through at most this many chunks is exact (no HNSW)",
+        min=0,
+    )
+    pg_exact_scan_fraction: float = _opt(
+        0.5,
+        "PostgreSQL, pgvector < 0.8: ... or at most this share of all chunks (HNSW filters after its "
+        "candidate list; benchmarks/results/bench_pg.md)",
+        min=0.0,
+        max=1.0,
+    )
+    pg_hnsw_ef_search: int = _opt(
+        100, "PostgreSQL: HNSW candidate list (raised for filtered searches, at most 1000)", min=1, max=1000
     )
     # evaluation and development
     eval_cache: str = _opt("", "folder for evaluation indexes ('' = CACHE/eval)")
@@ -246,6 +265,24 @@ def index_location(index: str | os.PathLike[str] | None = None) -> str:
 
 def is_url(location: str) -> bool:
     return "://" in location
+
+
+_URL_PASSWORD = re.compile(r"(?P<head>[a-zA-Z][\w+.-]*://[^:/@\s]*):(?P<secret>[^@\s]*)@")
+_PARAM_PASSWORD = re.compile(r"(?P<head>\bpassword\s*=\s*)(?P<secret>'[^']*'|[^\s&]+)", re.IGNORECASE)
+
+
+def redact_url(text: str, secret_of: str | None = None) -> str:
+    """``text`` with any password removed: in URLs (user:***@host), ``password=`` parameters, and
+    the password of the URL ``secret_of`` wherever it appears (an error message quoting it)."""
+    if secret_of:
+        for pattern in (_URL_PASSWORD, _PARAM_PASSWORD):
+            for m in pattern.finditer(secret_of):
+                secret = m.group("secret").strip("'")
+                for form in {secret, unquote(secret)}:
+                    if len(form) >= 1:
+                        text = text.replace(form, "***")
+    text = _URL_PASSWORD.sub(lambda m: m.group("head") + (":***@" if m.group("secret") else ":@"), text)
+    return _PARAM_PASSWORD.sub(lambda m: m.group("head") + "***", text)
 
 
 def read_toml(path: Path) -> dict[str, Any]:

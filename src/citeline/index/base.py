@@ -28,6 +28,7 @@ from citeline.trace import Trace, TraceSummary
 
 if TYPE_CHECKING:
     from citeline.retrieval.query import Query
+    from citeline.settings import Settings
 
 Vector = npt.NDArray[np.float32]
 
@@ -58,6 +59,23 @@ class ApiKey:
         return self.revoked_at is None
 
 
+@dataclass(frozen=True)
+class DocumentWrite:
+    """One document to replace whole: its text, chunks, their vectors (by text hash), pages, bytes.
+
+    ``keep_times``: keep ``document.added_at``/``updated_at`` as given (copying an index), instead
+    of the time of the write (and the first version's ``added_at``).
+    """
+
+    document: Document
+    text: str
+    chunks: Sequence[Chunk]
+    vectors: Mapping[str, Vector]
+    page_starts: Sequence[int] = ()
+    original: bytes | None = None
+    keep_times: bool = False
+
+
 class Store(Protocol):
     location: str
     read_only: bool
@@ -75,6 +93,14 @@ class Store(Protocol):
 
     def secret(self) -> bytes:
         """A random per-index secret, created on first use (keys are hashed with it)."""
+        ...
+
+    def adopt_secret(self, secret: bytes) -> None:
+        """Take another index's secret (a copied index keeps its API keys valid)."""
+        ...
+
+    def configure(self, settings: Settings) -> None:
+        """Apply the settings that concern the store (PostgreSQL: pool size, scan thresholds)."""
         ...
 
     # -- documents ------------------------------------------------------------------------------
@@ -106,6 +132,10 @@ class Store(Protocol):
         original: bytes | None = None,
     ) -> None:
         """Atomically replace a document and all its chunks (readers see old or new, never half)."""
+        ...
+
+    def replace_documents(self, writes: Sequence[DocumentWrite]) -> None:
+        """Replace several documents in one transaction (batched ingestion; all or nothing)."""
         ...
 
     def update_access(self, document_id: str, tags: Mapping[str, str], acl: Iterable[str]) -> None: ...

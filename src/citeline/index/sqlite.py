@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from citeline.errors import CitelineError, EmbedderMismatchError, NotAnIndexError, SchemaTooNewError
-from citeline.index.base import EmbedderInfo, Vector
+from citeline.index.base import DocumentWrite, EmbedderInfo, Vector
 from citeline.index.dense import DenseMatrix
 from citeline.index.schema import SCHEMA_VERSION, migrate, transaction
 from citeline.index.sql_filter import filter_sql
@@ -28,6 +28,7 @@ from citeline.retrieval.filters import Filter
 
 if TYPE_CHECKING:
     from citeline.registry import BuildContext
+    from citeline.settings import Settings
 
 DB_NAME = "citeline.db"
 
@@ -99,6 +100,9 @@ class SqliteStore(SqliteSearch):
 
     def close(self) -> None:
         self.conn.close()
+
+    def configure(self, settings: Settings) -> None:
+        """Nothing to apply: the embedded store has no tunables."""
 
     # -- meta --------------------------------------------------------------------------------
 
@@ -213,87 +217,96 @@ class SqliteStore(SqliteSearch):
         page_starts: Sequence[int] = (),
         original: bytes | None = None,
     ) -> None:
+        self.replace_documents([DocumentWrite(document, text, chunks, vectors, page_starts, original)])
+
+    def replace_documents(self, writes: Sequence[DocumentWrite]) -> None:
         name = self.meta("embedder")
         if name is None:
             raise CitelineError("Bind an embedder to the index before adding documents.")
-        now = time.time()
         with self._lock, transaction(self.conn):
-            old = self.conn.execute(
-                "SELECT added_at FROM documents WHERE id = ? OR (collection = ? AND source = ?)",
-                (document.id, document.collection, document.source),
-            ).fetchone()
-            old_hashes = self._remove(document.id, document.collection, document.source)
-            if original is not None:
-                self.conn.execute(
-                    "INSERT INTO blobs (content_hash, data) VALUES (?, ?) ON CONFLICT DO NOTHING",
-                    (document.content_hash, original),
-                )
-            self.conn.execute(
-                "INSERT INTO documents (id, collection, source, title, format, content_hash, size, mtime, "
-                "page_count, metadata, text, page_starts, added_at, updated_at) "
-                "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
-                (
-                    document.id,
-                    document.collection,
-                    document.source,
-                    document.title,
-                    document.format,
-                    document.content_hash,
-                    document.size,
-                    document.mtime,
-                    document.page_count,
-                    json.dumps(document.metadata),
-                    text,
-                    json.dumps(list(page_starts)),
-                    old[0] if old else now,
-                    now,
-                ),
-            )
-            self.conn.executemany(
-                "INSERT INTO doc_tags (document_id, key, value) VALUES (?, ?, ?)",
-                [(document.id, k, v) for k, v in document.tags.items()],
-            )
-            self.conn.executemany(
-                "INSERT INTO doc_acl (document_id, entry) VALUES (?, ?)",
-                [(document.id, e) for e in set(document.acl)],
-            )
-            self.conn.executemany(
-                "INSERT INTO embeddings (text_hash, embedder, vector) VALUES (?, ?, ?) "
-                "ON CONFLICT(text_hash, embedder) DO NOTHING",
-                [(h, name, np.asarray(v, dtype=np.float32).tobytes()) for h, v in vectors.items()],
-            )
-            self.conn.executemany(
-                'INSERT INTO chunks (id, document_id, ordinal, start, "end", page, page_end, heading, kind, '
-                "index_text, text_hash, token_count) VALUES (?,?,?,?,?,?,?,?,?,?,?,?)",
-                [
-                    (
-                        c.id,
-                        document.id,
-                        c.ordinal,
-                        c.start,
-                        c.end,
-                        c.page,
-                        c.page_end,
-                        json.dumps(list(c.heading_trail)),
-                        c.kind,
-                        c.index_text,
-                        text_hash(c.index_text),
-                        c.token_count,
-                    )
-                    for c in chunks
-                ],
-            )
-            missing = self.conn.execute(
-                "SELECT COUNT(*) FROM chunks c WHERE c.document_id = ? AND NOT EXISTS "
-                "(SELECT 1 FROM embeddings e WHERE e.text_hash = c.text_hash AND e.embedder = ?)",
-                (document.id, name),
-            ).fetchone()[0]
-            if missing:
-                raise CitelineError(
-                    f"{document.source}: {missing} chunks have no vector; nothing was changed."
-                )
-            self._gc_embeddings(old_hashes)
+            for write in writes:
+                self._replace(name, write)
             self._bump_generation()
+
+    def _replace(self, name: str, write: DocumentWrite) -> None:
+        document, chunks, vectors = write.document, write.chunks, write.vectors
+        now = time.time()
+        old = self.conn.execute(
+            "SELECT added_at FROM documents WHERE id = ? OR (collection = ? AND source = ?)",
+            (document.id, document.collection, document.source),
+        ).fetchone()
+        added_at, updated_at = (old[0] if old else now), now
+        if write.keep_times:
+            added_at, updated_at = document.added_at, document.updated_at
+        old_hashes = self._remove(document.id, document.collection, document.source)
+        if write.original is not None:
+            self.conn.execute(
+                "INSERT INTO blobs (content_hash, data) VALUES (?, ?) ON CONFLICT DO NOTHING",
+                (document.content_hash, write.original),
+            )
+        self.conn.execute(
+            "INSERT INTO documents (id, collection, source, title, format, content_hash, size, mtime, "
+            "page_count, metadata, text, page_starts, added_at, updated_at) "
+            "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+            (
+                document.id,
+                document.collection,
+                document.source,
+                document.title,
+                document.format,
+                document.content_hash,
+                document.size,
+                document.mtime,
+                document.page_count,
+                json.dumps(document.metadata),
+                write.text,
+                json.dumps(list(write.page_starts)),
+                added_at,
+                updated_at,
+            ),
+        )
+        self.conn.executemany(
+            "INSERT INTO doc_tags (document_id, key, value) VALUES (?, ?, ?)",
+            [(document.id, k, v) for k, v in document.tags.items()],
+        )
+        self.conn.executemany(
+            "INSERT INTO doc_acl (document_id, entry) VALUES (?, ?)",
+            [(document.id, e) for e in set(document.acl)],
+        )
+        self.conn.executemany(
+            "INSERT INTO embeddings (text_hash, embedder, vector) VALUES (?, ?, ?) "
+            "ON CONFLICT(text_hash, embedder) DO NOTHING",
+            [(h, name, np.asarray(v, dtype=np.float32).tobytes()) for h, v in vectors.items()],
+        )
+        self.conn.executemany(
+            'INSERT INTO chunks (id, document_id, ordinal, start, "end", page, page_end, heading, kind, '
+            "index_text, text_hash, token_count) VALUES (?,?,?,?,?,?,?,?,?,?,?,?)",
+            [
+                (
+                    c.id,
+                    document.id,
+                    c.ordinal,
+                    c.start,
+                    c.end,
+                    c.page,
+                    c.page_end,
+                    json.dumps(list(c.heading_trail)),
+                    c.kind,
+                    c.index_text,
+                    text_hash(c.index_text),
+                    c.token_count,
+                )
+                for c in chunks
+            ],
+        )
+        missing = self.conn.execute(
+            "SELECT COUNT(*) FROM chunks c WHERE c.document_id = ? AND NOT EXISTS "
+            "(SELECT 1 FROM embeddings e WHERE e.text_hash = c.text_hash AND e.embedder = ?)",
+            (document.id, name),
+        ).fetchone()[0]
+        if missing:
+            raise CitelineError(f"{document.source}: {missing} chunks have no vector; nothing was changed.")
+        self._gc_embeddings(old_hashes)
 
     def _remove(
         self, document_id: str, collection: str | None = None, source: str | None = None

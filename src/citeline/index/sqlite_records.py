@@ -74,6 +74,10 @@ class SqliteRecords:
                     self._set_meta("secret", value)
         return bytes.fromhex(value)
 
+    def adopt_secret(self, secret: bytes) -> None:
+        with self._lock, transaction(self.conn):
+            self._set_meta("secret", secret.hex())
+
     # -- API keys -------------------------------------------------------------------------------
 
     def add_api_key(self, key: ApiKey) -> None:

@@ -88,24 +88,103 @@ def iter_files(paths: Iterable[str], report: IngestReport) -> Iterator[tuple[str
             report.failed.append((given, "no such file or folder"))
 
 
+def make_chunker(embedder: Embedder, settings: Settings) -> Chunker:
+    return Chunker(
+        embedder.count_tokens,
+        ChunkingOptions(
+            target_tokens=settings.chunk_tokens,
+            max_tokens=embedder.max_tokens,
+            overlap_tokens=settings.overlap_tokens,
+            unstructured=cast(UnstructuredMode, settings.chunk_unstructured),
+        ),
+        embed=embedder.embed,
+    )
+
+
+def pipeline_signature(settings: Settings) -> str:
+    """What a stored document was made with: a document made otherwise is redone."""
+    signature = f"{PIPELINE_VERSION}:{settings.chunk_tokens}:{settings.overlap_tokens}"
+    if settings.chunk_unstructured != "windows":
+        signature += f":{settings.chunk_unstructured}"
+    return signature
+
+
+@dataclass(frozen=True)
+class FileJob:
+    """A file to (re)index, read and hashed by whoever walks the folders; everything a worker
+    needs to parse and chunk it, even on another machine."""
+
+    source: str
+    path: str  # a file's absolute path, or an upload's name (the parser picks by its extension)
+    data: bytes
+    content_hash: str
+    document_id: str
+    collection: str
+    size: int
+    mtime: float
+    tags: dict[str, str]
+    acl: tuple[str, ...]
+    existing: bool
+    #: metadata kept beside the parser's: {"path": absolute path} for a file, the caller's for an upload
+    extra: dict[str, object]
+
+
+@dataclass(frozen=True)
+class Prepared:
+    """A parsed, chunked document waiting for its vectors."""
+
+    document: Document
+    text: str
+    chunks: list[Chunk]
+    page_starts: tuple[int, ...]
+    original: bytes
+    existing: bool
+
+
+def prepare(job: FileJob, chunker: Chunker, signature: str, settings: Settings) -> Prepared:
+    """Parse and chunk one file (ParseError when it cannot be indexed). Pure: the same job gives
+    the same document, chunk ids and spans on any machine."""
+    path = Path(job.path)
+    if not job.data.strip():
+        raise ParseError(job.source, "the file is empty (no text to index)")
+    parsed = parser_for(path).parse(job.data, path)
+    if len(parsed.text) > settings.max_text_chars:
+        raise ParseError(
+            job.source,
+            f"{len(parsed.text):,} characters of text, above the {settings.max_text_chars:,} limit "
+            "(raise it with CITELINE_MAX_TEXT_CHARS)",
+        )
+    chunks = chunker.chunk(parsed, job.document_id)
+    if not chunks:
+        raise ParseError(job.source, "no text to index after parsing")
+    document = Document(
+        id=job.document_id,
+        collection=job.collection,
+        source=job.source,
+        title=parsed.title,
+        format=parsed.format,
+        content_hash=job.content_hash,
+        size=job.size,
+        mtime=job.mtime,
+        page_count=parsed.page_count,
+        tags=job.tags,
+        acl=job.acl,
+        metadata={**parsed.metadata, **job.extra, "pipeline": signature},
+    )
+    return Prepared(document, parsed.text, chunks, tuple(parsed.page_starts), job.data, job.existing)
+
+
+#: what a failed file is reported with instead of stopping the batch
+FILE_ERRORS = (CitelineError, OSError, ValueError, MemoryError, RecursionError)
+
+
 class Ingestor:
     def __init__(self, store: Store, embedder: Embedder, settings: Settings) -> None:
         self.store = store
         self.embedder = embedder
         self.settings = settings
-        self.chunker = Chunker(
-            embedder.count_tokens,
-            ChunkingOptions(
-                target_tokens=settings.chunk_tokens,
-                max_tokens=embedder.max_tokens,
-                overlap_tokens=settings.overlap_tokens,
-                unstructured=cast(UnstructuredMode, settings.chunk_unstructured),
-            ),
-            embed=embedder.embed,
-        )
-        self.signature = f"{PIPELINE_VERSION}:{settings.chunk_tokens}:{settings.overlap_tokens}"
-        if settings.chunk_unstructured != "windows":
-            self.signature += f":{settings.chunk_unstructured}"
+        self.chunker = make_chunker(embedder, settings)
+        self.signature = pipeline_signature(settings)
 
     def add(
         self,
@@ -123,12 +202,12 @@ class Ingestor:
         for _given, path in iter_files(paths, report):
             source = source_for(path, base)
             try:
-                self._add_file(
-                    source, path, collection, dict(tags or {}), tuple(sorted(set(acl))), report, progress
-                )
+                job = self.job(source, path, collection, dict(tags or {}), tuple(sorted(set(acl))), report)
+                if job is not None:
+                    self.write(prepare(job, self.chunker, self.signature, self.settings), report, progress)
             except ParseError as exc:
                 report.failed.append((source, exc.reason))
-            except (CitelineError, OSError, ValueError, MemoryError, RecursionError) as exc:
+            except FILE_ERRORS as exc:
                 report.failed.append((source, str(exc) or type(exc).__name__))
             if progress:
                 progress("file", 1)
@@ -150,18 +229,19 @@ class Ingestor:
         report = IngestReport()
         try:
             self._check_size(name, len(data))
-            self._add_data(
+            job = self._job_for_data(
                 name,
                 data,
-                Path(name),
+                name,
                 time.time(),
                 collection,
                 dict(tags or {}),
                 tuple(sorted(set(acl))),
                 report,
-                progress,
                 dict(metadata or {}),
             )
+            if job is not None:
+                self.write(prepare(job, self.chunker, self.signature, self.settings), report, progress)
         except ParseError as exc:
             report.failed.append((name, exc.reason))
         except (CitelineError, ValueError, MemoryError, RecursionError) as exc:
@@ -177,7 +257,7 @@ class Ingestor:
                 "(raise it with CITELINE_MAX_FILE_MB or max_file_mb in citeline.toml)",
             )
 
-    def _add_file(
+    def job(
         self,
         source: str,
         path: Path,
@@ -185,37 +265,29 @@ class Ingestor:
         tags: dict[str, str],
         acl: tuple[str, ...],
         report: IngestReport,
-        progress: Progress | None,
-    ) -> None:
+    ) -> FileJob | None:
+        """Read and hash a file; None when it is unchanged (its tags and ACL are brought up to date)."""
         stat = path.stat()
         self._check_size(source, stat.st_size)
         data = path.read_bytes()
-        self._add_data(
-            source,
-            data,
-            path,
-            stat.st_mtime,
-            collection,
-            tags,
-            acl,
-            report,
-            progress,
-            {"path": os.path.abspath(path)},
+        absolute = os.path.abspath(path)
+        return self._job_for_data(
+            source, data, absolute, stat.st_mtime, collection, tags, acl, report, {"path": absolute}
         )
 
-    def _add_data(
+    def _job_for_data(
         self,
         source: str,
         data: bytes,
-        path: Path,
+        path: str,
         mtime: float,
         collection: str,
         tags: dict[str, str],
         acl: tuple[str, ...],
         report: IngestReport,
-        progress: Progress | None,
         extra: dict[str, object],
-    ) -> None:
+    ) -> FileJob | None:
+        """The job for a file's or an upload's bytes; None when the stored document is the same."""
         content_hash = hashlib.sha256(data).hexdigest()
         doc_id = document_id_for(collection, source)
         existing = self.store.get_document(doc_id)
@@ -227,38 +299,31 @@ class Ingestor:
             if existing.tags != tags or existing.acl != acl:
                 self.store.update_access(existing.id, tags, acl)
             report.unchanged.append(source)
-            return
-        if not data.strip():
-            raise ParseError(source, "the file is empty (no text to index)")
-        parsed = parser_for(path).parse(data, path)
-        if len(parsed.text) > self.settings.max_text_chars:
-            raise ParseError(
-                source,
-                f"{len(parsed.text):,} characters of text, above the {self.settings.max_text_chars:,} limit "
-                "(raise it with CITELINE_MAX_TEXT_CHARS)",
-            )
-        chunks = self.chunker.chunk(parsed, doc_id)
-        if not chunks:
-            raise ParseError(source, "no text to index after parsing")
-        vectors = self._vectors(chunks, progress, report)
-        metadata = {**parsed.metadata, **extra, "pipeline": self.signature}
-        document = Document(
-            id=doc_id,
-            collection=collection,
-            source=source,
-            title=parsed.title,
-            format=parsed.format,
-            content_hash=content_hash,
-            size=len(data),
-            mtime=mtime,
-            page_count=parsed.page_count,
-            tags=tags,
-            acl=acl,
-            metadata=metadata,
+            return None
+        return FileJob(
+            source,
+            path,
+            data,
+            content_hash,
+            doc_id,
+            collection,
+            len(data),
+            mtime,
+            tags,
+            acl,
+            existing is not None,
+            extra,
         )
-        self.store.replace_document(document, parsed.text, chunks, vectors, parsed.page_starts, original=data)
-        report.chunks_written += len(chunks)
-        (report.updated if existing is not None else report.added).append(source)
+
+    def write(self, prepared: Prepared, report: IngestReport, progress: Progress | None) -> None:
+        """Embed what the cache lacks and replace the document (the local, one-file path)."""
+        vectors = self._vectors(prepared.chunks, progress, report)
+        doc = prepared.document
+        self.store.replace_document(
+            doc, prepared.text, prepared.chunks, vectors, prepared.page_starts, prepared.original
+        )
+        report.chunks_written += len(prepared.chunks)
+        (report.updated if prepared.existing else report.added).append(doc.source)
 
     def _vectors(
         self, chunks: list[Chunk], progress: Progress | None, report: IngestReport
