@@ -18,9 +18,9 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from citeline.errors import CitelineError, EmbedderMismatchError, NotAnIndexError, SchemaTooNewError
-from citeline.index.base import EmbedderInfo, Vector
+from citeline.index.base import EmbedderInfo, Problem, Vector
 from citeline.index.dense import DenseMatrix
-from citeline.index.schema import SCHEMA_VERSION, migrate, transaction
+from citeline.index.schema import SCHEMA_VERSION, migrate, storage_error, transaction
 from citeline.index.sql_filter import filter_sql
 from citeline.index.sqlite_search import SqliteSearch
 from citeline.models import Chunk, Document
@@ -28,6 +28,7 @@ from citeline.retrieval.filters import Filter
 
 if TYPE_CHECKING:
     from citeline.registry import BuildContext
+    from citeline.settings import Settings
 
 DB_NAME = "citeline.db"
 
@@ -60,6 +61,11 @@ class SqliteStore(SqliteSearch):
             self.conn.execute("PRAGMA foreign_keys=ON")
             self.conn.execute("PRAGMA busy_timeout=30000")
             self._open_schema()
+        except sqlite3.OperationalError as exc:
+            translated = storage_error(exc, f"the index at {folder}")
+            if translated is not None:
+                raise translated from exc
+            raise NotAnIndexError(str(folder), f"{DB_NAME} is not a readable SQLite database: {exc}") from exc
         except sqlite3.DatabaseError as exc:
             raise NotAnIndexError(str(folder), f"{DB_NAME} is not a readable SQLite database: {exc}") from exc
         self._lock = threading.RLock()
@@ -86,7 +92,8 @@ class SqliteStore(SqliteSearch):
                 raise NotAnIndexError(str(self.folder), f"{DB_NAME} holds other tables")
             if self.read_only:
                 raise NotAnIndexError(str(self.folder), "empty database on a read-only folder")
-            self.conn.execute("CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)")
+            # IF NOT EXISTS: two processes may create the same new index at once
+            self.conn.execute("CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)")
             current = 0
         else:
             current = int(self.meta("schema_version") or 0)
@@ -99,6 +106,15 @@ class SqliteStore(SqliteSearch):
 
     def close(self) -> None:
         self.conn.close()
+
+    def configure(self, settings: Settings) -> None:
+        """How long a write waits for another writer's transaction (lock_timeout_s)."""
+        self.conn.execute(f"PRAGMA busy_timeout={round(settings.lock_timeout_s * 1000)}")
+
+    def check(self, repair: bool = False) -> list[Problem]:
+        from citeline.index.sqlite_check import check_store
+
+        return check_store(self, repair)
 
     # -- meta --------------------------------------------------------------------------------
 
