@@ -217,6 +217,21 @@ def transaction(conn: sqlite3.Connection, where: str = "the index") -> Iterator[
         raise
 
 
+@contextmanager
+def snapshot(conn: sqlite3.Connection) -> Iterator[sqlite3.Connection]:
+    """Several reads that must agree with each other (counts and the rows they count): one read
+    transaction, so a writer committing in between changes none of them (WAL keeps the snapshot)."""
+    if conn.in_transaction:
+        yield conn
+        return
+    conn.execute("BEGIN")
+    try:
+        yield conn
+    finally:
+        if conn.in_transaction:
+            conn.execute("COMMIT")
+
+
 def migrate(conn: sqlite3.Connection, current: int) -> None:
     """Apply each pending migration in its own transaction.
 

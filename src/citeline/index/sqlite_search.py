@@ -26,7 +26,7 @@ import numpy.typing as npt
 
 from citeline.index.base import Vector
 from citeline.index.dense import DenseMatrix
-from citeline.index.schema import FTS_TOKENIZER
+from citeline.index.schema import FTS_TOKENIZER, snapshot
 from citeline.index.sql_filter import filter_sql
 from citeline.index.sqlite_records import SqliteRecords
 from citeline.retrieval.bm25 import fts_match_expression, fts_phrases, fts_quote
@@ -101,7 +101,6 @@ class SqliteSearch(SqliteRecords):
     _dense_generation: int
     #: (generation, rowids sorted, FTS token count of each): the lengths BM25 needs
     _lengths: tuple[int, npt.NDArray[np.int64], npt.NDArray[np.float64]] | None = None
-    _vocab_ready: bool = False
 
     def _dense_matrix(self) -> DenseMatrix:
         generation = int(self.meta("generation") or 0)
@@ -136,7 +135,8 @@ class SqliteSearch(SqliteRecords):
         if expression is None or k <= 0:
             return []
         if not flt.principal.admin:
-            return self._slice_bm25(fts_phrases(query), expression, flt, k)
+            with snapshot(self.conn):
+                return self._slice_bm25(fts_phrases(query), expression, flt, k)
         cond, params = filter_sql(flt, "c.document_id")
         sql = (
             "SELECT c.id, -bm25(chunks_fts) AS score FROM chunks_fts JOIN chunks c ON c.rowid = chunks_fts.rowid "
@@ -168,12 +168,11 @@ class SqliteSearch(SqliteRecords):
 
     def _instances(self, token: str) -> list[tuple[int, int]]:
         """(rowid, token offset) of every occurrence of an indexed token."""
-        if not self._vocab_ready:
-            with self._lock:
-                self.conn.execute(
-                    f"CREATE VIRTUAL TABLE IF NOT EXISTS {_VOCAB} USING fts5vocab(main, chunks_fts, instance)"
-                )
-                self._vocab_ready = True
+        if not getattr(self._local, "vocab", False):  # a temp table: one per connection
+            self.conn.execute(
+                f"CREATE VIRTUAL TABLE IF NOT EXISTS {_VOCAB} USING fts5vocab(main, chunks_fts, instance)"
+            )
+            self._local.vocab = True
         return [
             (int(r[0]), int(r[1]))
             for r in self.conn.execute(f"SELECT doc, offset FROM {_VOCAB} WHERE term = ?", (token,))
@@ -241,7 +240,7 @@ class SqliteSearch(SqliteRecords):
                     [fts_quote(phrase), *acl_params],
                 ).fetchone()[0]
             )
-            idf = math.log((n - hits + 0.5) / (hits + 0.5))
+            idf = math.log((n - min(hits, n) + 0.5) / (hits + 0.5))
             idf = idf if idf > 0.0 else 1e-6  # as FTS5 does for terms in most rows
             for rowid, freq in self._phrase_counts(tokens, wanted).items():
                 i = position[rowid]
@@ -266,6 +265,10 @@ class SqliteSearch(SqliteRecords):
         Counted over the chunks ``flt`` lets through only, so documents a principal may not read
         do not change the weights (and so the relevance scores and refusals) that it sees.
         """
+        with snapshot(self.conn):
+            return self._term_weights(terms, flt)
+
+    def _term_weights(self, terms: Sequence[str], flt: Filter) -> dict[str, float]:
         n = self.count_chunks(flt)
         cond, params = filter_sql(flt, "c.document_id")
         weights: dict[str, float] = {}
