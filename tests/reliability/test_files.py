@@ -208,7 +208,9 @@ def test_exit_codes_and_summary(tmp_path: Path) -> None:
     index = tmp_path / "index"
     some_failed = cli(index, "add", str(docs))
     assert some_failed.returncode == 3, some_failed.stderr
-    assert "2 added, 0 updated, 0 unchanged, 1 failed" in some_failed.stdout and "bad.txt" in some_failed.stderr
+    assert (
+        "2 added, 0 updated, 0 unchanged, 1 failed" in some_failed.stdout and "bad.txt" in some_failed.stderr
+    )
     (docs / "bad.txt").unlink()
     assert cli(index, "add", str(docs)).returncode == 0
     missing = cli(index, "add", str(tmp_path / "does-not-exist"))
@@ -277,7 +279,9 @@ def test_names_with_newlines_and_escape_codes_are_shown_escaped(tmp_path: Path) 
     docs = tmp_path / "docs"
     docs.mkdir()
     evil = "evil\n0 added, 0 failed\x1b[2J\x1b]52;c;aGk=\x07\u202eobat.md"
-    (docs / evil).write_text("# \x1b[31mRed title\n\nThe zanzibar gauge reads \x1b[2J forty.\n", encoding="utf-8")
+    (docs / evil).write_text(
+        "# \x1b[31mRed title\n\nThe zanzibar gauge reads \x1b[2J forty.\n", encoding="utf-8"
+    )
     (docs / "bad\x1b[2J.txt").write_bytes(b"\x00" * 10)
     index = tmp_path / "index"
     added = cli(index, "add", str(docs))

@@ -21,7 +21,9 @@ def size(name: str, default: int) -> int:
 
 def cli_env(**extra: str) -> dict[str, str]:
     """The environment of a `citeline` subprocess: the fast hashing embedder for new indexes."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith("CITELINE_") or k.startswith("CITELINE_TEST_")}
+    env = {
+        k: v for k, v in os.environ.items() if not k.startswith("CITELINE_") or k.startswith("CITELINE_TEST_")
+    }
     env["CITELINE_EMBEDDER"] = "hashing"
     env.update(extra)
     return env
