@@ -25,6 +25,8 @@ from citeline.access import AuthenticationError, PermissionDeniedError
 from citeline.errors import (
     CitelineError,
     DocumentNotFoundError,
+    GeneratorError,
+    IndexUnavailableError,
     InvalidQuestionError,
     ParseError,
     UnsupportedFormatError,
@@ -58,6 +60,10 @@ def _status_of(exc: CitelineError) -> int:
         return 422
     if isinstance(exc, InvalidQuestionError):
         return 400
+    if isinstance(exc, GeneratorError):
+        return 502  # the LLM endpoint behind the server failed: not the client's fault
+    if isinstance(exc, IndexUnavailableError):
+        return 503  # busy, read-only or disk full: try again later
     return 400
 
 
@@ -275,6 +281,8 @@ def _errors(app: FastAPI) -> None:
     async def citeline_error(_request: Request, exc: CitelineError) -> Response:
         status = _status_of(exc)
         headers = {"WWW-Authenticate": "Bearer"} if status == 401 else None
+        if status == 503:
+            headers = {"Retry-After": "5"}
         return JSONResponse(error_body(status, type(exc).__name__, str(exc)), status, headers=headers)
 
     @app.exception_handler(StarletteHTTPException)

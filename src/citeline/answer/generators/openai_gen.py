@@ -124,7 +124,8 @@ class OpenAIGenerator:
                 raise TypeError(f"message content is {type(content).__name__}, not text")
         except (AttributeError, IndexError, TypeError) as exc:
             raise GeneratorError(
-                f"Unexpected reply from {self.base_url or 'OpenAI'}: {response!r:.300}"
+                f"The openai generator got an unexpected reply from {self.base_url or 'OpenAI'}: "
+                f"{response!r:.300}"
             ) from exc
         usage = getattr(response, "usage", None)
         tokens = {
