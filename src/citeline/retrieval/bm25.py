@@ -33,7 +33,7 @@ def query_terms(query: str) -> list[str]:
     return list(seen)
 
 
-_VERSION = re.compile(r"\d+(?:\.\d+){2,}")
+_VERSION = re.compile(r"(?<!\d)\d++(?:\.\d++){2,}")
 
 
 def is_code(term: str) -> bool:
