@@ -351,7 +351,7 @@ class Answerer:
         ), trace
 
     def _save_trace(self, trace: Trace) -> str | None:
-        if not self.settings.trace or self.store.read_only:  # a read-only index keeps no traces
+        if not self.settings.trace:
             return None
         try:
             self.store.save_trace(trace)
