@@ -162,21 +162,22 @@ class CitelineGroup(click.Group):
         except Exception as exc:
             if debug_enabled():
                 raise
-            _fail(
-                ctx,
-                "internal",
-                f"{type(exc).__name__}: {exc}\nSet CITELINE_DEBUG=1 for the traceback, and please report it.",
-                EXIT_INTERNAL,
-            )
+            _fail(ctx, "internal", f"{type(exc).__name__}: {exc}", EXIT_INTERNAL)
 
 
 def _fail(ctx: click.Context, code: str, message: str, exit_code: int, report: object = None) -> None:
+    """Report an error (one line on stderr, or JSON on stdout after --json) and exit with its code."""
+    hint = "Set CITELINE_DEBUG=1 for the traceback, and please report it." if code == "internal" else ""
     if json_requested(ctx):
+        message = f"{message} ({hint})" if hint else message
         extra = {"report": report.to_json()} if isinstance(report, IngestReport) else {}
         click.echo(error_json(code, message, exit_code, **extra))
+    elif code == "interrupted":
+        err.print("interrupted")
     else:
+        # one line: the message may quote a file name holding newlines or escape sequences
         label = "internal error" if code == "internal" else "error"
-        err.print(f"[red]{label}:[/red] {_t(message)}" if code != "interrupted" else "interrupted")
+        err.print(f"[red]{label}:[/red] {_n(message)}" + (f"\n{hint}" if hint else ""))
     sys.exit(exit_code)
 
 
