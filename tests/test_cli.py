@@ -198,6 +198,6 @@ def test_config_prints_values_with_their_origin_and_stores_settings(cli_index: P
 def test_backends_lists_every_kind(tmp_path: Path) -> None:
     rows = json.loads(run(tmp_path / "none", "backends", "--json").stdout)
     kinds = {r["kind"] for r in rows}
-    assert kinds == {"embedder", "parser", "reranker", "generator", "verifier", "store"}
+    assert kinds == {"embedder", "parser", "reranker", "reader", "generator", "verifier", "store"}
     openai = next(r for r in rows if r["spec"].startswith("openai"))
     assert openai["extra"] == "openai"
