@@ -67,12 +67,32 @@ class SqliteStore(SqliteSearch):
         self._dense: DenseMatrix | None = None
         self._dense_generation = -1
 
-    def _connect(self) -> sqlite3.Connection:
-        """A new connection with the index's pragmas (one per thread: see SqliteRecords.conn)."""
-        if self.read_only:
+    _immutable = False
+
+    def _connect_read_only(self) -> sqlite3.Connection:
+        """A read-only connection. On a read-only file system (or a folder this user may not write)
+        SQLite cannot create the WAL index (-shm) it needs to read a WAL database; when nobody
+        is writing the index (no -shm there), it is opened as immutable instead."""
+        if not self._immutable:
             conn = sqlite3.connect(
                 f"file:{self.path}?mode=ro", uri=True, isolation_level=None, check_same_thread=False
             )
+            try:
+                conn.execute("SELECT 1 FROM sqlite_master LIMIT 1").fetchall()
+                return conn
+            except sqlite3.OperationalError:
+                conn.close()
+                if self.path.with_name(DB_NAME + "-shm").exists():
+                    raise
+                self._immutable = True
+        return sqlite3.connect(
+            f"file:{self.path}?mode=ro&immutable=1", uri=True, isolation_level=None, check_same_thread=False
+        )
+
+    def _connect(self) -> sqlite3.Connection:
+        """A new connection with the index's pragmas (one per thread: see SqliteRecords.conn)."""
+        if self.read_only:
+            conn = self._connect_read_only()
         else:
             conn = sqlite3.connect(
                 str(self.path), isolation_level=None, check_same_thread=False, timeout=30.0
