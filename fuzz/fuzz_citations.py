@@ -6,7 +6,7 @@ import sys
 
 import atheris
 
-with atheris.instrument_imports():
+with atheris.instrument_imports(include=["citeline"]):
     from citeline.answer.citations import (
         StreamingCitationFilter,
         escape_markers,

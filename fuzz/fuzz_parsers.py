@@ -8,7 +8,7 @@ from pathlib import Path
 
 import atheris
 
-with atheris.instrument_imports():
+with atheris.instrument_imports(include=["citeline"]):
     from citeline.chunking import Chunker, ChunkingOptions
     from citeline.embedding.hashing import HashingEmbedder
     from citeline.errors import CitelineError

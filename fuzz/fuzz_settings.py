@@ -9,7 +9,7 @@ from pathlib import Path
 
 import atheris
 
-with atheris.instrument_imports():
+with atheris.instrument_imports(include=["citeline"]):
     from citeline.errors import ConfigError
     from citeline.settings import SETTINGS_FILE, load_settings, setting_fields
 

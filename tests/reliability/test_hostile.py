@@ -56,7 +56,7 @@ sys.path.insert(0, str(ROOT / "tests" / "ingest"))
 from pdfgen import Line, Page, build_pdf  # noqa: E402
 
 ADMIN = Principal.local_admin()
-EXAMPLES = size("FUZZ_EXAMPLES", 25)
+EXAMPLES = size("FUZZ_EXAMPLES", 50)
 FUZZ = settings(
     max_examples=EXAMPLES,
     deadline=None,
