@@ -7,6 +7,7 @@ from typing import Any
 
 import click
 
+from citeline.cli_output import json_option
 from citeline.kb import open_kb
 from citeline.registry import KINDS, registry
 from citeline.settings import load_settings, redact_url, toml_value
@@ -18,7 +19,7 @@ def _redact(value: Any) -> Any:
 
 
 @click.group("config", invoke_without_command=True)
-@click.option("--json", "as_json", is_flag=True)
+@json_option()
 @click.pass_context
 def config_group(ctx: click.Context, as_json: bool) -> None:
     """Print the effective settings and where each value came from (default, index, toml, env, flag)."""
@@ -63,7 +64,7 @@ def config_unset(ctx: click.Context, key: str) -> None:
 
 
 @click.command("backends")
-@click.option("--json", "as_json", is_flag=True)
+@json_option()
 def backends(as_json: bool) -> None:
     """List every registered backend by kind (plugins included)."""
     rows = [

@@ -233,6 +233,8 @@ class Answer:
     relevance: float = 0.0
     refusal_reason: str | None = None
     confidence: float | None = None
+    #: why retrieval was keyword-only for this answer (dense side failed or too slow), else None
+    degraded: str | None = None
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -248,4 +250,5 @@ class Answer:
             "relevance": round(self.relevance, 4),
             "refusal_reason": self.refusal_reason,
             "confidence": None if self.confidence is None else round(self.confidence, 4),
+            "degraded": self.degraded,
         }

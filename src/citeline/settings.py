@@ -51,6 +51,12 @@ class Settings:
     )
     max_file_mb: float = _opt(64.0, "largest file read, in MB", min=0.001)
     max_text_chars: int = _opt(5_000_000, "most characters of text one document may hold", min=1)
+    embed_retries: int = _opt(
+        2, "tries again (with exponential backoff) when the embedder fails on a batch", min=0, max=10
+    )
+    lock_timeout_s: float = _opt(
+        30.0, "seconds a writer waits for another writer's transaction before failing (exit code 4)", min=0.0
+    )
     # retrieval
     top_k: int = _opt(30, "candidates per retrieval stage", min=1)
     fusion: str = _opt("rrf", "how BM25 and dense lists merge", choices=("rrf", "convex"))
@@ -61,12 +67,31 @@ class Settings:
     query_expansion: str = _opt("none", "LLM query expansion", choices=EXPANSION_MODES)
     mmr_lambda: float = _opt(0.7, "diversity of the context: 1 = relevance only", min=0.0, max=1.0)
     context_passages: int = _opt(5, "passages given to the generator", min=1)
+    dense_timeout_ms: int = _opt(
+        5000,
+        "latency budget of the dense side (query embedding + vector search) per query; slower or "
+        "failing, retrieval falls back to keyword only (0 = no budget)",
+        min=0,
+    )
+    breaker_failures: int = _opt(
+        3, "consecutive dense failures or overruns after which the dense side is not tried for a while", min=1
+    )
+    breaker_cooldown_s: float = _opt(
+        30.0, "seconds the dense side stays off after breaker_failures, then one query tries it", min=0.0
+    )
     # answering
     generator: str = _opt("extractive", "answer generator (registry spec)", backend="generator")
     generator_model: str = _opt(
         "", "llamacpp: 0.5b, 1.5b or a .gguf path; openai/anthropic: the model name ('' = default)"
     )
     generator_base_url: str = _opt("", "openai: any OpenAI-compatible endpoint URL ('' = OpenAI)")
+    generator_timeout_s: float = _opt(120.0, "openai/anthropic: seconds to wait for one reply", min=0.1)
+    generator_retries: int = _opt(
+        2,
+        "openai/anthropic: retries (exponential backoff) after a connection error, 429 or 5xx",
+        min=0,
+        max=10,
+    )
     chat_model: str = _opt(
         "",
         "LLM for the llm reranker, query expansion and the llm verifier ('' = the generator, "

@@ -103,7 +103,8 @@ def test_local_llm_expands_a_vague_question_and_the_trace_shows_it(llm_kb: Knowl
     assert answer.trace_id
     trace = llm_kb.trace(answer.trace_id)
     assert trace is not None
-    expansion = trace["expansion"]
+    expansion = trace.expansion
+    assert expansion is not None
     assert expansion["queries"], "the model wrote no usable rewrite"
     assert all(q.strip() and q != "How do I make syncing faster?" for q in expansion["queries"])
     assert expansion["passage"], "a vague question gets a hypothetical passage"

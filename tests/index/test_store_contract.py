@@ -168,6 +168,35 @@ def test_term_weights_count_only_what_the_principal_may_read(store: Store) -> No
     assert for_bob["zebracorn"] < for_alice["zebracorn"]  # alice's statistics never saw the word
 
 
+def test_keyword_scores_ignore_what_the_principal_may_not_read(store: Store) -> None:
+    """BM25 statistics (rows, average length, document frequency) over the reader's slice only:
+    adding a restricted document changes no score and no order a reader without access sees."""
+    put(store, "a.md", ["gamma ray burst detector", "beta decay of gamma sources"], seed=1)
+    put(store, "b.md", ["gamma gamma spectrometer calibration", "beta particles"], seed=2)
+    put(store, "c.md", ["an unrelated paragraph about lunch"], seed=3)
+    before = store.keyword_search("gamma beta spectrometer", Filter(principal=ALICE), 10)
+    put(
+        store,
+        "secret.md",
+        ["gamma beta gamma beta"] * 3 + ["spectrometer " * 12 + "gamma"],
+        acl=("group:finance",),
+        seed=4,
+    )
+    after = store.keyword_search("gamma beta spectrometer", Filter(principal=ALICE), 10)
+    assert [c for c, _ in after] == [c for c, _ in before]
+    assert all(abs(x - y) < 1e-9 for (_, x), (_, y) in zip(after, before, strict=True))
+    seen_by_bob = store.keyword_search("gamma beta spectrometer", Filter(principal=BOB), 10)
+    assert len(seen_by_bob) == len(before) + 4  # bob reads the secret: his statistics include it
+
+
+def test_check_finds_nothing_wrong_with_a_consistent_store(store: Store) -> None:
+    put(store, "a.md", ["one paragraph", "another paragraph"], seed=1)
+    put(store, "b.md", ["third"], seed=2, acl=("group:eng",), original=b"raw")
+    assert store.check() == []
+    assert store.check(repair=True) == []
+    assert store.keyword_search("paragraph", ADMIN, 5)  # still searchable after a no-op repair
+
+
 def test_vectors_are_cached_by_text_hash_and_swapped_whole(store: Store) -> None:
     doc = put(store, "a.md", ["x", "y"])
     hashes = [text_hash(c.index_text) for c, _ in store.chunks(store.document_chunks(doc.id)).values()]

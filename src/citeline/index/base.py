@@ -11,6 +11,12 @@ joins by passing the same contract suite (tests/index/test_store_contract.py).
   matching 1% of chunks still returns k results.
 * Settings kept in the index itself (an index that is a database URL has no folder for a toml).
 * Access data: API keys (hashes only), a per-index secret, and traces with their owner.
+* Keyword scores for a principal who is not an admin use statistics (row count, average length,
+  document frequencies) over the chunks it may read only: a document it may not read changes
+  nothing it sees, neither scores nor order.
+* ``check()`` finds what a crash, a full disk or a bug could leave inconsistent (the source of
+  truth's integrity; derived keyword and vector indexes against the chunks; spans; orphans) and,
+  with ``repair=True``, rebuilds what is derived.
 """
 
 from __future__ import annotations
@@ -76,6 +82,25 @@ class DocumentWrite:
     keep_times: bool = False
 
 
+@dataclass(frozen=True)
+class Problem:
+    """One inconsistency found by ``Store.check``.
+
+    ``kind``: ``integrity`` (the database itself), ``keyword-index`` / ``vector-index`` (a derived
+    index disagrees with the chunks), ``vectors`` (chunks without a usable vector), ``span`` (a
+    chunk whose span does not resolve in its document's text), ``document`` (a document without
+    chunks), ``orphan`` (rows nothing refers to). ``repaired`` is True once ``check(repair=True)``
+    fixed it.
+    """
+
+    kind: str
+    detail: str
+    repaired: bool = False
+
+    def to_json(self) -> dict[str, Any]:
+        return {"kind": self.kind, "detail": self.detail, "repaired": self.repaired}
+
+
 class Store(Protocol):
     location: str
     read_only: bool
@@ -100,7 +125,14 @@ class Store(Protocol):
         ...
 
     def configure(self, settings: Settings) -> None:
-        """Apply the settings that concern the store (PostgreSQL: pool size, scan thresholds)."""
+        """Apply the settings that concern the store (SQLite: how long a writer waits for another;
+        PostgreSQL: pool size, scan thresholds)."""
+        ...
+
+    def check(self, repair: bool = False) -> list[Problem]:
+        """Consistency problems (none: an empty list). ``repair`` rebuilds derived indexes from the
+        source of truth and drops orphans; documents that cannot be repaired are removed (their
+        files are re-added by the next ``citeline add``) and reported."""
         ...
 
     # -- documents ------------------------------------------------------------------------------
@@ -157,7 +189,8 @@ class Store(Protocol):
 
     # -- search ---------------------------------------------------------------------------------
     def keyword_search(self, query: Query | str, flt: Filter, k: int) -> list[tuple[str, float]]:
-        """(chunk id, BM25 score: higher is better), best first."""
+        """(chunk id, BM25 score: higher is better), best first. For a principal who is not an
+        admin the statistics come from the chunks it may read only (see the module docstring)."""
         ...
 
     def vector_search(self, vector: Vector, flt: Filter, k: int) -> list[tuple[str, float]]:

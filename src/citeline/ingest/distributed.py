@@ -28,16 +28,24 @@ from typing import Any
 
 import numpy as np
 
-from citeline.errors import ConfigError, MissingExtraError, ParseError
+from citeline.errors import (
+    ConfigError,
+    IndexUnavailableError,
+    MissingExtraError,
+    ParseError,
+    ReadOnlyIndexError,
+)
 from citeline.index.base import DocumentWrite
 from citeline.index.sqlite import text_hash
 from citeline.ingest.pipeline import (
     FILE_ERRORS,
     FileJob,
+    FolderWalk,
     Ingestor,
     IngestReport,
     Prepared,
     Progress,
+    embed_checked,
     iter_files,
     make_chunker,
     pipeline_signature,
@@ -80,7 +88,8 @@ class Worker:
             return job.source, str(exc) or type(exc).__name__
 
     def embed(self, texts: list[str]) -> np.ndarray:
-        return np.asarray(self.embedder.embed(texts), dtype=np.float32)
+        """Vectors as a local run checks them: retried with backoff, one finite vector per text."""
+        return embed_checked(self.embedder, texts, self.settings.embed_retries)
 
 
 @dataclass
@@ -148,7 +157,18 @@ def add_distributed(
     collection: str = "default",
     root: str | os.PathLike[str] | None = None,
     batch: int = 32,
+    *,
+    keep_missing: bool = False,
+    prune: bool = False,
 ) -> IngestReport:
+    """``Ingestor.add`` on Ray: the same report, the same folder reconciliation afterwards
+    (``keep_missing``, ``prune``), and an IndexUnavailableError (with ``.report``) when the store
+    cannot be written."""
+    if ingestor.store.read_only:
+        raise ReadOnlyIndexError(
+            f"The index at {ingestor.store.location} is read-only here: nothing can be added. Open it "
+            "where its folder can be written."
+        )
     try:
         import ray
         from ray.util import ActorPool  # noqa: F401  (part of the extra)
@@ -172,6 +192,8 @@ def add_distributed(
                 collection,
                 root,
                 batch,
+                keep_missing,
+                prune,
             )
     finally:
         if owned:
@@ -189,8 +211,35 @@ def _run(
     collection: str,
     root: str | os.PathLike[str] | None,
     batch: int,
+    keep_missing: bool,
+    prune: bool,
 ) -> IngestReport:
     report = IngestReport()
+    walks: list[FolderWalk] = []
+    try:
+        _run_files(ray, ingestor, report, walks, paths, workers, tags, acl, progress, collection, root, batch)
+        for walk in walks:
+            ingestor._reconcile(walk, collection, report, keep_missing=keep_missing, prune=prune)
+    except IndexUnavailableError as exc:
+        exc.report = report  # type: ignore[attr-defined]
+        raise
+    return report
+
+
+def _run_files(
+    ray: Any,
+    ingestor: Ingestor,
+    report: IngestReport,
+    walks: list[FolderWalk],
+    paths: Iterable[str],
+    workers: str,
+    tags: dict[str, str],
+    acl: tuple[str, ...],
+    progress: Progress | None,
+    collection: str,
+    root: str | os.PathLike[str] | None,
+    batch: int,
+) -> None:
     run = _Run(ingestor, report, progress, batch)
     cpus = int(ray.cluster_resources().get("CPU", 1))
     size = max(1, min(cpus, int(workers.split(":", 1)[1]) if workers.startswith("local:") else cpus))
@@ -198,7 +247,7 @@ def _run(
     actors = [actor.remote(ingestor.embedder.name, ingestor.settings) for _ in range(size)]
     turn = itertools.cycle(actors)
     base = Path(root) if root is not None else Path.cwd()
-    files = iter_files(paths, report)
+    files = iter_files(paths, report, walks)
     inflight: dict[Any, tuple[str, Any]] = {}
 
     def submit_files() -> None:
@@ -209,6 +258,8 @@ def _run(
             source = source_for(item[1], base)
             try:
                 job = ingestor.job(source, item[1], collection, dict(tags), acl, report)
+            except IndexUnavailableError:
+                raise
             except ParseError as exc:
                 report.failed.append((source, exc.reason))
                 job = None
@@ -244,7 +295,6 @@ def _run(
     run.flush(force=True)
     for a in actors:
         ray.kill(a)
-    return report
 
 
 def _vectors_for(

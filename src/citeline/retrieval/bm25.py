@@ -33,7 +33,7 @@ def query_terms(query: str) -> list[str]:
     return list(seen)
 
 
-_VERSION = re.compile(r"\d+(?:\.\d+){2,}")
+_VERSION = re.compile(r"(?<!\d)\d++(?:\.\d++){2,}")
 
 
 def is_code(term: str) -> bool:
@@ -61,9 +61,13 @@ def keyword_phrases(query: Query | str, max_terms: int = 32) -> list[str]:
     return terms
 
 
+def fts_quote(phrase: str) -> str:
+    return '"' + phrase.replace('"', '""') + '"'
+
+
 def fts_match_expression(query: Query | str, max_terms: int = 32) -> str | None:
     """An OR of quoted terms (phrases for compound identifiers); None if nothing is searchable."""
     terms = keyword_phrases(query, max_terms)
     if not terms:
         return None
-    return " OR ".join('"' + t.replace('"', '""') + '"' for t in terms)
+    return " OR ".join(fts_quote(t) for t in terms)
