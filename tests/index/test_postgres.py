@@ -220,6 +220,8 @@ def test_keyword_scores_equal_the_embedded_store_on_tricky_text(pg_url: str, tmp
         store.bind_embedder("test-embedder", "1", DIM)
         for i, paragraphs in enumerate(texts):
             put(store, f"t{i}.md", paragraphs, seed=i)
+        # one document alice may not read: her scores come from the chunks she may read (her slice)
+        put(store, "secret.md", ["LDG-4012 café runs the a-a sync_batch_size"] * 3, acl=("group:hr",), seed=9)
     queries = [
         "LDG-4012",
         "ldg 4012 ledger",
@@ -234,7 +236,40 @@ def test_keyword_scores_equal_the_embedded_store_on_tricky_text(pg_url: str, tmp
         sqlite_hits, pg_hits = (s.keyword_search(query, Filter.admin(), 20) for s in stores)
         assert [c for c, _ in pg_hits] == [c for c, _ in sqlite_hits], query
         assert [s for _, s in pg_hits] == pytest.approx([s for _, s in sqlite_hits], rel=1e-12), query
+        sqlite_hits, pg_hits = (s.keyword_search(query, Filter(principal=ALICE_LIKE), 20) for s in stores)
+        assert [c for c, _ in pg_hits] == [c for c, _ in sqlite_hits], query
+        assert [s for _, s in pg_hits] == pytest.approx([s for _, s in sqlite_hits], rel=1e-9), query
         weights = [s.term_weights(query.split(), Filter(principal=ALICE_LIKE)) for s in stores]
         assert weights[1] == pytest.approx(weights[0]), query
     for store in stores:
         store.close()
+
+
+def test_check_finds_and_repairs_what_a_crash_or_a_hand_edit_leaves(pg_url: str) -> None:
+    """Postings of no chunk, a chunk without postings, totals that drifted, an orphan tag, a
+    missing HNSW index (an interrupted bulk load), an uncached vector: check names each one,
+    repair rebuilds them from the chunks, and search answers as before."""
+    from index.test_store_contract import DIM, put
+
+    store = open_store(pg_url)
+    store.bind_embedder("test-embedder", "1", DIM)
+    put(store, "a.md", ["gamma ray burst detector", "beta decay of gamma sources"], seed=1)
+    put(store, "b.md", ["gamma spectrometer calibration"], seed=2, acl=("group:eng",))
+    before = store.keyword_search("gamma detector", Filter.admin(), 10)
+    assert store.check() == []
+    with psycopg.connect(pg_url, autocommit=True) as conn:
+        seq = conn.execute("SELECT min(seq) FROM chunks").fetchone()[0]
+        conn.execute("DELETE FROM postings WHERE seq = %s", (seq,))
+        conn.execute("INSERT INTO postings VALUES ('nobody', 'gamma', 999999, 1, 1)")
+        conn.execute("UPDATE counters SET value = value + 5 WHERE name = 'chunks'")
+        conn.execute("INSERT INTO doc_tags VALUES ('nobody', 'k', 'v')")
+        conn.execute("DROP INDEX chunks_embedding_hnsw")
+        conn.execute("DELETE FROM embeddings WHERE text_hash = (SELECT min(text_hash) FROM chunks)")
+    kinds = sorted(p.kind for p in store.check())
+    assert kinds == ["keyword-index", "keyword-index", "orphan", "orphan", "vector-index", "vectors"], kinds
+    repaired = store.check(repair=True)
+    assert repaired and all(p.repaired for p in repaired)
+    assert store.check() == []
+    assert store.keyword_search("gamma detector", Filter.admin(), 10) == before
+    assert store.count_chunks(Filter.admin()) == 3
+    store.close()

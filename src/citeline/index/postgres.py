@@ -23,7 +23,7 @@ import psycopg  # a missing extra fails here: the registry names citeline[postgr
 from psycopg_pool import ConnectionPool
 
 from citeline.errors import CitelineError, EmbedderMismatchError
-from citeline.index.base import DocumentWrite, EmbedderInfo, Vector
+from citeline.index.base import DocumentWrite, EmbedderInfo, Problem, Vector
 from citeline.index.postgres_docs import PostgresDocuments
 from citeline.index.postgres_schema import SCHEMA_VERSION, TABLES, hnsw_index_sql, open_schema
 from citeline.index.postgres_text import as_array, tokenizer
@@ -91,6 +91,11 @@ class PostgresStore(PostgresDocuments):
 
     def close(self) -> None:
         self.pool.close()
+
+    def check(self, repair: bool = False) -> list[Problem]:
+        from citeline.index.postgres_check import check_store
+
+        return check_store(self, repair)
 
     @contextmanager
     def bulk_load(self) -> Iterator[None]:

@@ -8,7 +8,9 @@ tsvector positions of rows holding a multi-token phrase (compound identifiers), 
 by the documents the Filter lets through, and scores each candidate with FTS5's bm25(): N, the
 average length (counters kept by every write) and each phrase's document frequency (counted from
 the postings or the GIN index, cached per index generation) over the whole table, as FTS5 does.
-Ties go to the older row (``seq``), as SQLite's rowid.
+For a principal who is not an admin, the three come from the chunks it may read only (its
+"slice", as the embedded store's slice scorer): a document it may not read changes no score or
+rank it sees. Ties go to the older row (``seq``), as SQLite's rowid.
 
 Dense side: exact cosine over the allowed rows when they are few (at most ``pg_exact_scan_rows``,
 or, before pgvector 0.8, at most ``pg_exact_scan_fraction`` of the chunks: measured in
@@ -165,7 +167,12 @@ class PostgresSearch(PostgresRecords):
         rows, tokens = totals.get("chunks", 0), totals.get("tokens", 0)
         if rows <= 0:
             return None
-        dfs = self._document_frequencies(conn, totals.get("generation", 0), keyword.phrases)
+        if flt.principal.admin:
+            dfs = self._document_frequencies(conn, totals.get("generation", 0), keyword.phrases)
+        else:
+            rows, tokens, dfs = self._slice_statistics(conn, keyword, flt)
+            if rows <= 0:
+                return None
         named: dict[str, Any] = {
             "singles": sorted({p[0] for p in keyword.phrases if len(p) == 1}),
             "multi": " | ".join(KeywordQuery.phrase_tsquery(p) for p in keyword.phrases if len(p) > 1),
@@ -188,6 +195,41 @@ class PostgresSearch(PostgresRecords):
             cond.replace("DOC", "p.document_id", 1),
         )
         return _bm25_sql(keyword, chunk_cond, posting_cond), named
+
+    def _slice_statistics(self, conn: Any, keyword: KeywordQuery, flt: Filter) -> tuple[int, int, list[int]]:
+        """(rows, tokens, document frequency of each phrase) over the chunks ``flt.principal``
+        may read, whatever else ``flt`` narrows (that narrows the ranking, not the statistics)."""
+        reader = Filter(principal=flt.principal)
+        cond, params = self._filter(reader)
+        where = f"WHERE {cond}" if cond else ""
+        row = conn.execute(
+            f"SELECT count(*), coalesce(sum(c.n_tokens), 0) FROM chunks c {where}", params
+        ).fetchone()
+        rows, tokens = int(row[0]), int(row[1])
+        if rows <= 0:
+            return 0, 0, [0] * len(keyword.phrases)
+        counted: dict[tuple[str, ...], int] = {}
+        lexemes = sorted({p[0] for p in keyword.phrases if len(p) == 1})
+        if lexemes:
+            posting_cond, posting_params = self._filter(reader, "p.document_id")
+            found = conn.execute(
+                "SELECT lexeme, count(*) FROM postings p WHERE lexeme = ANY(%s) "
+                f"{'AND ' + posting_cond if posting_cond else ''} GROUP BY lexeme",
+                [lexemes, *posting_params],
+            ).fetchall()
+            counted.update({(str(lex),): int(n) for lex, n in found})
+        phrases = list(dict.fromkeys(p for p in keyword.phrases if len(p) > 1))
+        if phrases:
+            extra = f"AND {cond}" if cond else ""
+            selects = ", ".join(
+                f"(SELECT count(*) FROM chunks c WHERE c.tsv @@ %s::tsquery {extra})" for _ in phrases
+            )
+            flat: list[Any] = []
+            for phrase in phrases:
+                flat += [KeywordQuery.phrase_tsquery(phrase), *params]
+            values = conn.execute(f"SELECT {selects}", flat).fetchone()
+            counted.update(zip(phrases, (int(v) for v in values), strict=True))
+        return rows, tokens, [counted.get(p, 0) for p in keyword.phrases]
 
     def vector_search(self, vector: Vector, flt: Filter, k: int) -> list[tuple[str, float]]:
         dim = self._dim()
