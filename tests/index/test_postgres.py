@@ -273,3 +273,23 @@ def test_check_finds_and_repairs_what_a_crash_or_a_hand_edit_leaves(pg_url: str)
     assert store.keyword_search("gamma detector", Filter.admin(), 10) == before
     assert store.count_chunks(Filter.admin()) == 3
     store.close()
+
+
+def test_a_second_writer_waits_then_fails_as_busy(pg_url: str) -> None:
+    """lock_timeout_s bounds the wait for another writer's transaction: then IndexBusyError
+    (exit code 4), nothing written."""
+    from citeline.errors import IndexBusyError
+    from citeline.index.postgres_records import WRITER_LOCK
+    from citeline.settings import Settings
+
+    store = open_store(pg_url)
+    store.configure(Settings().replace(lock_timeout_s=0.2))
+    with psycopg.connect(pg_url) as holder:
+        holder.execute("SELECT pg_advisory_xact_lock(%s)", (WRITER_LOCK,))
+        started = time.monotonic()
+        with pytest.raises(IndexBusyError, match="busy"):
+            store.save_settings({"top_k": 7})
+        assert time.monotonic() - started < 5
+    store.save_settings({"top_k": 7})  # the other writer is gone
+    assert store.stored_settings() == {"top_k": 7}
+    store.close()

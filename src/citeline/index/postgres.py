@@ -74,11 +74,13 @@ class PostgresStore(PostgresDocuments):
             raise
 
     def configure(self, settings: Settings) -> None:
-        """Apply the pg_* settings (pool size, exact-scan thresholds, ef_search)."""
+        """Apply the pg_* settings (pool size, exact-scan thresholds, ef_search) and how long a
+        write waits for another writer (lock_timeout_s)."""
         self.pool_size = settings.pg_pool_size
         self.exact_scan_rows = settings.pg_exact_scan_rows
         self.exact_scan_fraction = settings.pg_exact_scan_fraction
         self.ef_search = settings.pg_hnsw_ef_search
+        self.lock_timeout_ms = round(settings.lock_timeout_s * 1000)
         pool = getattr(self, "pool", None)
         if pool is not None and pool.max_size != self.pool_size:
             pool.resize(min_size=min(pool.min_size, self.pool_size), max_size=self.pool_size)

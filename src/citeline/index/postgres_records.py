@@ -11,7 +11,19 @@ from collections.abc import Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from typing import Any
 
+import psycopg
+from psycopg import errors as pg_errors
+from psycopg_pool import PoolTimeout
+
+from citeline.errors import (
+    CitelineError,
+    DiskFullError,
+    IndexBusyError,
+    IndexUnavailableError,
+    ReadOnlyIndexError,
+)
 from citeline.index.base import ApiKey
+from citeline.settings import redact_url
 from citeline.trace import Trace, TraceSummary
 
 _KEY_COLUMNS = 'id, "user", key_hash, groups, role, created_at, revoked_at, label, meta'
@@ -33,20 +45,61 @@ def _api_key(row: tuple[Any, ...]) -> ApiKey:
     )
 
 
+def storage_error(exc: BaseException, url: str, location: str) -> CitelineError | None:
+    """The user-facing error for a store that cannot be written or reached now (busy writer lock,
+    read-only, disk full, server gone), else None. Exit code 4, as the embedded store's."""
+    detail = redact_url(
+        str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__, secret_of=url
+    )
+    if isinstance(exc, pg_errors.LockNotAvailable):
+        return IndexBusyError(
+            f"{location} is busy: another process is writing to it and did not finish within the lock "
+            "timeout (lock_timeout_s). Nothing was changed by this command's last step; run it again "
+            "when the other writer is done."
+        )
+    if isinstance(exc, pg_errors.ReadOnlySqlTransaction):
+        return ReadOnlyIndexError(f"{location} is read-only here ({detail}): nothing can be written.")
+    if isinstance(exc, (pg_errors.DiskFull, pg_errors.OutOfMemory)):
+        return DiskFullError(
+            f"Could not write to {location}: the server is out of disk or memory ({detail}). The last "
+            "write was rolled back, so nothing is half-written: run the command again once there is room."
+        )
+    if isinstance(exc, (psycopg.OperationalError, PoolTimeout)):
+        return IndexUnavailableError(f"{location} cannot be reached now ({detail}); nothing was changed.")
+    return None
+
+
 class PostgresRecords:
     pool: Any
+    url: str
+    location: str
+    #: how long a write waits for another writer's transaction (lock_timeout_s), in ms
+    lock_timeout_ms: int = 30_000
 
     @contextmanager
     def _read(self) -> Iterator[Any]:
-        with self.pool.connection() as conn:
-            yield conn
+        try:
+            with self.pool.connection() as conn:
+                yield conn
+        except (psycopg.OperationalError, PoolTimeout) as exc:
+            raise (storage_error(exc, self.url, self.location) or exc) from None
 
     @contextmanager
     def _write(self) -> Iterator[Any]:
-        """One transaction holding the writer lock (taken first, so writers never deadlock)."""
-        with self.pool.connection() as conn, conn.transaction():
-            conn.execute("SELECT pg_advisory_xact_lock(%s)", (WRITER_LOCK,))
-            yield conn
+        """One transaction holding the writer lock (taken first, so writers never deadlock),
+        waiting at most ``lock_timeout_ms`` for it. A write that fails because the store is busy,
+        read-only, full or gone raises the matching IndexUnavailableError after the rollback."""
+        try:
+            with self.pool.connection() as conn, conn.transaction():
+                previous = conn.execute("SELECT current_setting('lock_timeout')").fetchone()[0]
+                conn.execute(
+                    "SELECT set_config('lock_timeout', %s, true)", (f"{max(1, self.lock_timeout_ms)}ms",)
+                )
+                conn.execute("SELECT pg_advisory_xact_lock(%s)", (WRITER_LOCK,))
+                conn.execute("SELECT set_config('lock_timeout', %s, true)", (previous,))
+                yield conn
+        except (psycopg.Error, PoolTimeout) as exc:
+            raise (storage_error(exc, self.url, self.location) or exc) from None
 
     def _one(self, sql: str, params: Iterable[Any] = ()) -> Any:
         with self._read() as conn:
