@@ -138,6 +138,14 @@ def test_ray_ingest_matches_a_local_run(ray_address: str, pg_url: str, tmp_path:
 
     again = shared.add([docs], root=tmp_path, workers=ray_address)
     assert len(again.unchanged) == len(expected.added) and again.chunks_embedded == 0 and not again.added
+
+    # the folder is reconciled as a local run does: a document whose file is gone is removed
+    gone = sorted(expected.added)[0]
+    (tmp_path / gone).unlink()
+    pruned = shared.add([docs], root=tmp_path, workers=ray_address)
+    assert pruned.removed == [gone] and not pruned.failed and pruned.chunks_embedded == 0
+    assert local.add([docs], root=tmp_path).removed == [gone]
+    assert {d.id for d in shared.store.documents(admin)} == {d.id for d in local.store.documents(admin)}
     local.close()
     shared.close()
 
