@@ -49,10 +49,14 @@ def evaluate(folder: Path, data: Path, split: str, limit: int | None) -> dict[st
             "auroc": round(auroc(scores, labels), 4),
             # each kind of negative against all positives: which mistakes the model still makes
             "auroc_by_negative_kind": {
-                k: round(auroc([scores[i] for i in positives + idx], [1] * len(positives) + [0] * len(idx)), 4)
+                k: round(
+                    auroc([scores[i] for i in positives + idx], [1] * len(positives) + [0] * len(idx)), 4
+                )
                 for k, idx in sorted(kinds.items())
             },
-            "accuracy_at_0.5": round(sum((s >= 0.5) == bool(y) for s, y in zip(scores, labels, strict=True)) / max(1, len(rows)), 4),
+            "accuracy_at_0.5": round(
+                sum((s >= 0.5) == bool(y) for s, y in zip(scores, labels, strict=True)) / max(1, len(rows)), 4
+            ),
             "pairs_per_s": round(len(rows) / seconds, 1),
         }
     return report
