@@ -8,7 +8,7 @@ QUESTION ?= What does error LDG-4012 mean and how do I fix it?
 HOST ?= 127.0.0.1
 PORT ?= 8000
 
-.PHONY: install run serve test test-fast bench lint lock clean train train-data train-env
+.PHONY: install run serve test test-fast stress fuzz bench bench-pg lint lock clean train train-data train-env
 
 $(STAMP): requirements.lock pyproject.toml
 	@command -v $(PYTHON) >/dev/null 2>&1 || { echo "$(PYTHON) not found; run: make PYTHON=python3 ..."; exit 1; }
@@ -37,6 +37,25 @@ test: $(STAMP)
 test-fast: $(STAMP)
 	$(BIN)/python -m pytest -q -n 2 --dist loadfile -m "not llm and not dataset"
 
+# The long versions of tests/reliability (a short slice of each runs in `make test`): 50 kills of
+# ingestion, a longer writer/readers run and HTTP load, every fault again. Prints [figures] lines.
+STRESS_KILLS ?= 50
+stress: $(STAMP)
+	CITELINE_TEST_KILLS=$(STRESS_KILLS) CITELINE_TEST_ROUNDS=40 CITELINE_TEST_PROCESS_SECONDS=60 \
+	CITELINE_TEST_REQUESTS=2000 CITELINE_TEST_LOAD_SECONDS=300 \
+		$(BIN)/python -m pytest -q -s -p no:xdist \
+		tests/reliability/test_crash.py tests/reliability/test_concurrency.py tests/reliability/test_faults.py
+
+# About an hour: the hypothesis fuzz tests with 100x the examples and the regex audit on 50k-character
+# strings, then each atheris harness (fuzz/) for FUZZ_SECONDS. Findings fail the target.
+FUZZ_SECONDS ?= 900
+FUZZ_EXAMPLES ?= 3000
+fuzz: $(STAMP)
+	CITELINE_TEST_FUZZ_EXAMPLES=$(FUZZ_EXAMPLES) CITELINE_TEST_REGEX_N=50000 CITELINE_TEST_REGEX_LIMIT_S=2 \
+	CITELINE_TEST_REGEX_TIMEOUT_S=1800 \
+		$(BIN)/python -m pytest -q -s -p no:xdist tests/reliability/test_hostile.py
+	$(BIN)/python fuzz/run.py --seconds $(FUZZ_SECONDS)
+
 bench: $(STAMP)
 	$(BIN)/python benchmarks/bench_pipeline.py
 	$(BIN)/python benchmarks/bench_parsers.py
@@ -45,6 +64,10 @@ bench: $(STAMP)
 	$(BIN)/python benchmarks/bench_answers.py
 	$(BIN)/python benchmarks/bench_semantic_chunking.py
 	$(BIN)/python benchmarks/bench_query_expansion.py acronyms --split test
+
+# PostgreSQL + pgvector beside the embedded store: ingest rate, hybrid latency at 100k chunks, 8 clients.
+bench-pg: $(STAMP)
+	$(BIN)/python benchmarks/bench_pg.py
 
 # Our reader + claim checker (training/README.md, src/citeline/answer/data/cross-encoder/MODEL_CARD.md).
 # A separate environment: PyTorch is needed to train, never to run.
@@ -86,14 +109,16 @@ train: $(TRAIN_STAMP)
 	$(TRAIN_VENV)/bin/python -m training.evaluate --data $(TRAIN_DATA) --split test --json $(MODEL_DIR)/metrics.json
 
 lint: $(STAMP)
-	$(BIN)/ruff check src tests benchmarks training evalsets
-	$(BIN)/ruff format --check src tests benchmarks training evalsets
+	$(BIN)/ruff check src tests benchmarks training evalsets fuzz
+	$(BIN)/ruff format --check src tests benchmarks training evalsets fuzz
 	$(BIN)/mypy
 
 # Re-pin dependencies (with hashes) after editing pyproject.toml.
 lock: $(STAMP)
-	$(BIN)/pip-compile -q --extra dev --extra server --extra openai --extra anthropic --extra llamacpp --extra local-llm --generate-hashes \
+	$(BIN)/pip-compile -q --extra dev --extra server --extra openai --extra anthropic --extra llamacpp --extra local-llm --extra postgres --extra ray --extra fuzz --generate-hashes \
 		--strip-extras --allow-unsafe -o requirements.lock pyproject.toml
+	# pip-compile drops environment markers: atheris has wheels for Linux x86-64 only
+	sed -i 's/^atheris==\([^ ]*\) \\$$/atheris==\1 ; platform_system == "Linux" and platform_machine == "x86_64" \\/' requirements.lock
 
 clean:
 	rm -rf $(VENV) $(INDEX) .pytest_cache .mypy_cache .ruff_cache

@@ -2,9 +2,15 @@
 
 from __future__ import annotations
 
+import fcntl
+import os
 import shutil
-from collections.abc import Iterator
+import subprocess
+import tempfile
+import uuid
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any, NoReturn
 
 import pytest
 
@@ -55,8 +61,106 @@ def docs_dir(tmp_path: Path) -> Path:
     return d
 
 
+# -- PostgreSQL: one server per test session, shared by the xdist workers, started on first use ------
+
+PG_DIR = "CITELINE_TEST_PG_DIR"
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    if not hasattr(config, "workerinput") and PG_DIR not in os.environ:
+        os.environ[PG_DIR] = tempfile.mkdtemp(prefix="citeline-pg-")
+        config.stash[_PG_OWNER] = True
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    if config.stash.get(_PG_OWNER, False):
+        folder = Path(os.environ.pop(PG_DIR))
+        if (folder / "server.json").exists():
+            from citeline.index.postgres_local import LocalPostgres
+
+            LocalPostgres.load(folder / "server.json").stop()
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+_PG_OWNER = pytest.StashKey[bool]()
+
+
+def unavailable(what: str, reason: str) -> NoReturn:
+    """Skip with the reason, except under CI=true, where a missing service is a failure."""
+    if os.environ.get("CI", "").lower() == "true":
+        pytest.fail(f"{what} must run under CI=true but cannot: {reason}")
+    pytest.skip(f"{what} unavailable: {reason}")
+
+
+@pytest.fixture(scope="session")
+def pg_server() -> Any:
+    """The session's PostgreSQL 16 + pgvector server on 127.0.0.1 (pgserver's binaries)."""
+    from citeline.index.postgres_local import LocalPostgres
+
+    folder = Path(os.environ[PG_DIR])
+    with (folder / "lock").open("a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if (folder / "server.json").exists():
+            return LocalPostgres.load(folder / "server.json")
+        if (folder / "failed").exists():
+            unavailable("PostgreSQL", (folder / "failed").read_text())
+        try:
+            server = LocalPostgres.start(folder / "server")
+        except Exception as exc:  # not installed, no useradd, no port...
+            reason = f"{type(exc).__name__}: {exc}"
+            if isinstance(exc, subprocess.CalledProcessError):
+                reason += f" {exc.stderr!r}"
+            (folder / "failed").write_text(reason)
+            unavailable("PostgreSQL", reason)
+        server.save(folder / "server.json")
+        return server
+
+
 @pytest.fixture()
-def kb(tmp_path: Path) -> Iterator[KnowledgeBase]:
-    base = citeline.open(tmp_path / "index")
-    yield base
-    base.close()
+def pg_url(pg_server: Any) -> Iterator[str]:
+    """A fresh database on the session's server (dropped afterwards)."""
+    name = f"t_{uuid.uuid4().hex[:16]}"
+    yield pg_server.create_database(name)
+    pg_server.drop_database(name)
+
+
+#: the store backends that end-to-end tests run against
+STORES = ("sqlite", "postgresql")
+OpenIndex = Callable[..., KnowledgeBase]
+
+
+@pytest.fixture(params=STORES)
+def open_index(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[OpenIndex]:
+    """Opens indexes of one store kind by name (a folder, or a fresh PostgreSQL database); all are
+    closed (and the databases dropped) afterwards."""
+    opened: list[KnowledgeBase] = []
+    locations: dict[str, str] = {}
+    server = request.getfixturevalue("pg_server") if request.param == "postgresql" else None
+
+    def location(name: str) -> str:
+        if name not in locations:
+            if server is None:
+                locations[name] = str(tmp_path / name)
+            else:
+                locations[name] = server.create_database(f"t_{uuid.uuid4().hex[:16]}")
+        return locations[name]
+
+    def make(name: str = "index", **overrides: Any) -> KnowledgeBase:
+        kb = citeline.open(location(name), **overrides)
+        opened.append(kb)
+        return kb
+
+    make.location = location  # type: ignore[attr-defined]
+    make.store = request.param  # type: ignore[attr-defined]
+    yield make
+    for kb in opened:
+        kb.close()
+    if server is not None:
+        for url in locations.values():
+            server.drop_database(url.rsplit("/", 1)[1])
+
+
+@pytest.fixture()
+def kb(open_index: OpenIndex) -> KnowledgeBase:
+    """A new, empty index with the real embedder, on each store."""
+    return open_index("index")

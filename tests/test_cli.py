@@ -156,13 +156,15 @@ def test_not_an_index_is_refused_and_left_alone(tmp_path: Path) -> None:
     assert (garbage / "citeline.db").read_bytes() == b"this is not sqlite" * 100
 
 
-def test_strict_add_fails_when_a_file_fails(tmp_path: Path) -> None:
+def test_add_exits_3_when_a_file_fails(tmp_path: Path) -> None:
     (tmp_path / "ok.md").write_text("# Fine\n\nA fine document.\n", encoding="utf-8")
     (tmp_path / "bad.txt").write_bytes(b"\x00\x00\x00")
     index = tmp_path / "idx"
-    proc = run(index, "add", "--strict", str(tmp_path / "ok.md"), str(tmp_path / "bad.txt"), check=False)
-    assert proc.returncode == 1
+    proc = run(index, "add", str(tmp_path / "ok.md"), str(tmp_path / "bad.txt"), check=False)
+    assert proc.returncode == 3  # some files failed (README: exit codes); the summary is printed
     assert "bad.txt" in proc.stderr and "1 added" in proc.stdout
+    strict = run(index, "add", "--strict", str(tmp_path / "bad.txt"), check=False)  # kept for scripts
+    assert strict.returncode == 3
 
 
 def test_python_api_matches_cli(samples_kb: KnowledgeBase) -> None:

@@ -123,3 +123,37 @@ def test_huge_file_is_refused_with_the_limit_named(tmp_path: Path, docs_dir: Pat
     reason = dict(report.failed)[str(big)]
     assert "limit" in reason and "CITELINE_MAX" in reason
     assert len(report.added) == 3
+
+
+def test_uploads_go_through_the_same_checks_and_keep_their_own_metadata(
+    kb: KnowledgeBase, docs_dir: Path
+) -> None:
+    """add_bytes (the server's uploads) runs the file pipeline's job/prepare/write: the size,
+    empty and text-length limits apply, the parser is picked by the name, an upload keeps the
+    caller's metadata and no file path, and the same bytes again are unchanged."""
+    text = b"# Canteen\n\nThe canteen opens at eight and closes at three.\n"
+    report = kb.add_bytes(
+        "notes/canteen.md", text, collection="uploads/alice", metadata={"uploaded_by": "alice"}
+    )
+    assert report.added == ["notes/canteen.md"] and not report.failed
+    doc = kb.store.find_document("notes/canteen.md", "uploads/alice")
+    assert doc is not None and doc.format == "markdown" and doc.title == "Canteen"
+    assert doc.metadata["uploaded_by"] == "alice" and "path" not in doc.metadata
+    assert doc.metadata["pipeline"] and kb.store.original(doc.id) == text
+    again = kb.add_bytes(
+        "notes/canteen.md", text, collection="uploads/alice", metadata={"uploaded_by": "alice"}
+    )
+    assert again.unchanged == ["notes/canteen.md"] and again.chunks_embedded == 0
+
+    assert "empty" in dict(kb.add_bytes("blank.md", b"  \n", collection="uploads/alice").failed)["blank.md"]
+    small = kb._ingestor()
+    small.settings = kb.settings.replace(max_file_mb=0.001, max_text_chars=20)
+    assert "MB limit" in dict(small.add_bytes("big.md", b"x" * 2000).failed)["big.md"]
+    assert (
+        "characters of text" in dict(small.add_bytes("long.md", b"# T\n\n" + b"word " * 50).failed)["long.md"]
+    )
+
+    kb.add([docs_dir])
+    filed = kb.store.find_document(os.path.abspath(docs_dir / "alpha.md"))
+    assert filed is not None and filed.metadata["path"] == os.path.abspath(docs_dir / "alpha.md")
+    assert "uploaded_by" not in filed.metadata

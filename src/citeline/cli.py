@@ -2,14 +2,18 @@
 
 The command line acts for whoever can read the index folder: the local administrator, stated
 once here (LOCAL). ``--as user:NAME --groups G`` asks as someone else, with their ACLs.
+
+Exit codes are documented in citeline.errors (0 done, 1 error, 2 usage, 3 some files failed,
+4 index not writable now, 70 internal error). Every name or document text printed on the terminal
+goes through citeline.terminal, so control characters and escape sequences are shown, not obeyed.
 """
 
 from __future__ import annotations
 
-import json
+import os
 import sys
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import closing, contextmanager
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -18,9 +22,20 @@ from rich.console import Console
 from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-from citeline.errors import CitelineError
+from citeline import terminal
+from citeline.cli_output import JSON_META_KEY, dumps, error_json, json_option, json_requested, print_json
+from citeline.errors import (
+    EXIT_INTERNAL,
+    EXIT_INTERRUPTED,
+    EXIT_OK,
+    EXIT_PARTIAL,
+    EXIT_USAGE,
+    CitelineError,
+    UsageError,
+)
+from citeline.ingest.pipeline import IngestReport
 from citeline.kb import KnowledgeBase, open_kb
-from citeline.models import DEFAULT_COLLECTION, Answer, Hit
+from citeline.models import DEFAULT_COLLECTION, Answer, Document, Hit
 from citeline.retrieval.filters import Filter, Principal
 from citeline.settings import debug_enabled
 
@@ -30,15 +45,24 @@ LOCAL = Principal.local_admin()
 F = TypeVar("F", bound=Callable[..., Any])
 
 out = Console(soft_wrap=True, highlight=False)
-err = Console(stderr=True, highlight=False)
+err = Console(stderr=True, highlight=False, soft_wrap=True)
 
 
 def _kb(ctx: click.Context, create: bool = False, **overrides: Any) -> KnowledgeBase:
     return open_kb(ctx.obj["index"], create=create, **overrides)
 
 
-def _print_json(data: Any) -> None:
-    click.echo(json.dumps(data, ensure_ascii=False, indent=2))
+_print_json = print_json
+
+
+def _n(value: object) -> str:
+    """A name (source, title, heading, path) for the terminal: controls visible, markup inert."""
+    return escape(terminal.name(value))
+
+
+def _t(value: object) -> str:
+    """Document text for the terminal: newlines kept, other controls visible, markup inert."""
+    return escape(terminal.text(value))
 
 
 def filter_options(func: F) -> F:
@@ -109,27 +133,52 @@ def _progress(enabled: bool) -> Iterator[Callable[[str, int], None] | None]:
 
 
 class CitelineGroup(click.Group):
-    """Prints user errors as one message on stderr with a non-zero exit code, never a traceback."""
+    """Prints user errors as one message on stderr (as JSON on stdout after --json) with the
+    documented non-zero exit code, never a traceback."""
+
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        # An unknown option is refused before any flag is processed: the raw arguments tell
+        # whether the user asked for JSON.
+        if "--json" in args:
+            ctx.meta[JSON_META_KEY] = True
+        return super().parse_args(ctx, args)
 
     def invoke(self, ctx: click.Context) -> Any:
         try:
             return super().invoke(ctx)
         except CitelineError as exc:
-            err.print(f"[red]error:[/red] {escape(str(exc))}")
-            sys.exit(exc.exit_code)
+            report = getattr(exc, "report", None)
+            if isinstance(report, IngestReport) and not json_requested(ctx):
+                _print_report(report)  # what was done before the index could not be written
+            _fail(ctx, type(exc).__name__, str(exc), exc.exit_code, report)
         except KeyboardInterrupt:
-            err.print("interrupted")
-            sys.exit(130)
-        except (click.ClickException, click.exceptions.Exit, click.exceptions.Abort, SystemExit):
+            _fail(ctx, "interrupted", "interrupted", EXIT_INTERRUPTED)
+        except click.ClickException as exc:
+            if not json_requested(ctx):
+                raise
+            _fail(ctx, "usage", exc.format_message(), exc.exit_code)
+        except (click.exceptions.Exit, click.exceptions.Abort, SystemExit):
             raise
         except Exception as exc:
             if debug_enabled():
                 raise
-            err.print(
-                f"[red]internal error:[/red] {escape(type(exc).__name__)}: {escape(str(exc))}\n"
-                "Set CITELINE_DEBUG=1 for the traceback, and please report it."
-            )
-            sys.exit(2)
+            _fail(ctx, "internal", f"{type(exc).__name__}: {exc}", EXIT_INTERNAL)
+
+
+def _fail(ctx: click.Context, code: str, message: str, exit_code: int, report: object = None) -> None:
+    """Report an error (one line on stderr, or JSON on stdout after --json) and exit with its code."""
+    hint = "Set CITELINE_DEBUG=1 for the traceback, and please report it." if code == "internal" else ""
+    if json_requested(ctx):
+        message = f"{message} ({hint})" if hint else message
+        extra = {"report": report.to_json()} if isinstance(report, IngestReport) else {}
+        click.echo(error_json(code, message, exit_code, **extra))
+    elif code == "interrupted":
+        err.print("interrupted")
+    else:
+        # one line: the message may quote a file name holding newlines or escape sequences
+        label = "internal error" if code == "internal" else "error"
+        err.print(f"[red]{label}:[/red] {_n(message)}" + (f"\n{hint}" if hint else ""))
+    sys.exit(exit_code)
 
 
 @click.group(cls=CitelineGroup)
@@ -138,7 +187,7 @@ class CitelineGroup(click.Group):
     envvar="CITELINE_INDEX",
     default=".citeline",
     show_default=True,
-    help="Index folder (or CITELINE_INDEX).",
+    help="Index folder or database URL, e.g. postgresql://user@host/db (or CITELINE_INDEX).",
 )
 @click.version_option(package_name="citeline")
 @click.pass_context
@@ -151,13 +200,22 @@ def main(ctx: click.Context, index: str) -> None:
 @click.argument("paths", nargs=-1, required=True)
 @click.option("--tag", "tags", multiple=True, metavar="KEY=VALUE", help="Tag the documents (repeatable).")
 @click.option("--acl", multiple=True, metavar="group:NAME|user:NAME", help="Who may read them (repeatable).")
-@click.option("--strict", is_flag=True, help="Exit non-zero if any file failed.")
-@click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
+@click.option(
+    "--keep-missing", is_flag=True, help="Keep documents whose files are gone from a folder (reported)."
+)
+@click.option("--prune", is_flag=True, help="Allow removing more than half of a folder's documents.")
+@click.option("--strict", is_flag=True, hidden=True, help="Kept for scripts: failures always exit 3.")
+@json_option("Print the report as JSON.")
 @click.option("--collection", default=DEFAULT_COLLECTION, show_default=True, help="Collection to add to.")
 @click.option(
     "--root",
     type=click.Path(file_okay=False, path_type=Path),
     help="Documents are identified by their path relative to this folder (default: the current one).",
+)
+@click.option(
+    "--workers",
+    metavar="ray://HOST:PORT|local:N",
+    help="Parse and embed on a Ray cluster (or a local one with N CPUs); needs citeline[ray].",
 )
 @click.pass_context
 def add(
@@ -165,28 +223,74 @@ def add(
     paths: tuple[str, ...],
     tags: tuple[str, ...],
     acl: tuple[str, ...],
+    keep_missing: bool,
+    prune: bool,
     strict: bool,
     as_json: bool,
     collection: str,
     root: Path | None,
+    workers: str | None,
 ) -> None:
-    """Add or update files and folders (recursively). Unchanged files cost nothing."""
+    """Add or update files and folders (recursively). Unchanged files cost nothing.
+
+    A folder added again is reconciled: documents whose files are gone are removed (--keep-missing
+    keeps them; more than half of the folder needs --prune; nothing is removed when the folder is
+    empty or unreadable). Only regular files are read: pipes, sockets and devices are skipped.
+    Exit code 0: all done; 2: a path does not exist; 3: some files failed (see README)."""
     for entry in acl:
         if not entry.startswith(("group:", "user:")) and entry != "public":
             raise click.BadParameter(f"'{entry}' must be group:NAME, user:NAME or public", param_hint="--acl")
+    if not any(os.path.lexists(p) for p in paths):
+        raise UsageError(
+            f"No such file or folder: {', '.join(terminal.name(p) for p in paths)}. Nothing was added."
+        )
+    if workers:
+        from citeline.ingest.distributed import check_workers
+
+        check_workers(workers)
     kb = _kb(ctx, create=True)
     with _progress(not as_json and sys.stderr.isatty()) as progress:
         report = kb.add(
-            paths, tags=_parse_tags(tags), acl=acl, progress=progress, collection=collection, root=root
+            paths,
+            tags=_parse_tags(tags),
+            acl=acl,
+            progress=progress,
+            collection=collection,
+            root=root,
+            workers=workers,
+            keep_missing=keep_missing,
+            prune=prune,
         )
+    code = add_exit_code(report)
     if as_json:
-        _print_json(report.to_json())
+        _print_json({**report.to_json(), "exit_code": code})
     else:
-        for source, reason in report.failed:
-            err.print(f"[yellow]failed:[/yellow] {escape(source)}: {escape(reason)}")
-        out.print(report.summary())
-    if strict and report.failed:
-        sys.exit(1)
+        _print_report(report)
+    if code != EXIT_OK:
+        sys.exit(code)
+
+
+def add_exit_code(report: IngestReport) -> int:
+    """2 when a path given does not exist, 3 when a file failed or a removal needs --prune, else 0."""
+    if report.not_found:
+        return EXIT_USAGE
+    if report.failed or report.prune_needed:
+        return EXIT_PARTIAL
+    return EXIT_OK
+
+
+def _print_report(report: IngestReport) -> None:
+    for source, reason in report.failed:
+        err.print(f"[yellow]failed:[/yellow] {_n(source)}: {_n(reason)}")
+    for source, reason in report.skipped:
+        err.print(f"[dim]skipped:[/dim] {_n(source)}: {_n(reason)}")
+    for source in report.removed:
+        err.print(f"removed: {_n(source)} (its file is gone)")
+    for source in report.missing:
+        err.print(f"[yellow]missing:[/yellow] {_n(source)} (its file is gone; kept)")
+    for note in report.notes:
+        err.print(f"[yellow]note:[/yellow] {_n(note)}")
+    out.print(report.summary())
 
 
 @main.command()
@@ -196,10 +300,10 @@ def remove(ctx: click.Context, paths: tuple[str, ...]) -> None:
     """Remove documents (files, or every document under a folder) and all they derived."""
     report = _kb(ctx).remove(paths)
     for source, reason in report.failed:
-        err.print(f"[yellow]not removed:[/yellow] {escape(source)}: {escape(reason)}")
+        err.print(f"[yellow]not removed:[/yellow] {_n(source)}: {_n(reason)}")
     out.print(f"{len(report.removed)} removed")
-    if report.failed and not report.removed:
-        sys.exit(1)
+    if report.failed:
+        sys.exit(1 if not report.removed else EXIT_PARTIAL)
 
 
 def _hit_json(hit: Hit) -> dict[str, Any]:
@@ -225,7 +329,7 @@ def _hit_json(hit: Hit) -> dict[str, Any]:
 @click.option("-k", "k", type=int, default=10, show_default=True, help="How many results.")
 @click.option("--fusion", type=click.Choice(["rrf", "convex"]), help="How to merge BM25 and dense results.")
 @click.option("--alpha", type=float, help="Dense weight for --fusion convex.")
-@click.option("--json", "as_json", is_flag=True)
+@json_option()
 @filter_options
 @click.pass_context
 def search(
@@ -247,30 +351,31 @@ def search(
     for rank, hit in enumerate(hits, 1):
         stages = "  ".join(f"{k}#{v.rank}" for k, v in hit.stages.items() if k != "fused")
         out.print(
-            f"[bold]{rank:>2}. {escape(hit.source)}[/bold] {escape(hit.chunk.heading)} "
+            f"[bold]{rank:>2}. {_n(hit.source)}[/bold] {_n(hit.chunk.heading)} "
             f"[dim]({hit.chunk.start}:{hit.chunk.end}) {stages}[/dim]"
         )
         snippet = " ".join(hit.chunk.text.split())
-        out.print(f"    {escape(snippet[:200])}{'...' if len(snippet) > 200 else ''}")
+        out.print(f"    {_n(snippet[:200])}{'...' if len(snippet) > 200 else ''}")
 
 
 def print_answer(answer: Answer) -> None:
-    out.print(escape(answer.answer))
+    out.print(_t(answer.answer))
+    if answer.degraded:
+        err.print(f"[yellow]note:[/yellow] keyword search only: {_n(answer.degraded)}")
     if answer.citations:
         out.print("\n[bold]Sources[/bold]")
     for c in answer.citations:
         page = f", page {c.page}" if c.page else ""
         out.print(
-            f"[{c.n}] {escape(c.source)}{page} — {escape(c.heading or c.title)} "
-            f"[dim](chars {c.start}:{c.end})[/dim]"
+            f"[{c.n}] {_n(c.source)}{page} — {_n(c.heading or c.title)} [dim](chars {c.start}:{c.end})[/dim]"
         )
         quote = " ".join(c.quote[c.quote_start - c.start : c.quote_end - c.start].split())
-        out.print(f'    "{escape(quote[:300])}"')
+        out.print(f'    "{_n(quote[:300])}"')
 
 
 @main.command()
 @click.argument("question")
-@click.option("--json", "as_json", is_flag=True, help="Print one JSON object (the documented contract).")
+@json_option('Print one JSON object (the documented contract; errors as {"error": {...}}).')
 @click.option("--generator", help="extractive (default), openai, anthropic or llamacpp.")
 @click.option("--explain", is_flag=True, help="Print the trace after the answer.")
 @filter_options
@@ -288,11 +393,11 @@ def ask(
     trace = kb.trace(answer.trace_id) if explain and answer.trace_id else None
     if trace is not None:
         err.print("\n[bold]Trace[/bold]")
-        click.echo(json.dumps(trace.to_json(), ensure_ascii=False, indent=2), err=True)
+        click.echo(dumps(trace.to_json()), err=True)
 
 
 @main.command()
-@click.option("--json", "as_json", is_flag=True)
+@json_option()
 @click.pass_context
 def status(ctx: click.Context, as_json: bool) -> None:
     """Documents, chunks, index size and embedder."""
@@ -302,10 +407,92 @@ def status(ctx: click.Context, as_json: bool) -> None:
         return
     emb = stats["embedder"] or {}
     out.print(
-        f"index     {escape(stats['index'])}\ndocuments {stats['documents']}\nchunks    {stats['chunks']}\n"
+        f"index     {_n(stats['index'])}\ndocuments {stats['documents']}\nchunks    {stats['chunks']}\n"
         f"size      {stats['index_bytes'] / 1048576:.1f} MB\nembedder  {emb.get('name', '-')} "
         f"({emb.get('dim', '-')}d)"
     )
+
+
+def document_row(kb: KnowledgeBase, doc: Document) -> dict[str, Any]:
+    return {
+        "id": doc.id,
+        "collection": doc.collection,
+        "source": doc.source,
+        "title": doc.title,
+        "format": doc.format,
+        "size": doc.size,
+        "pages": doc.page_count,
+        "chunks": len(kb.store.document_chunks(doc.id)),
+        "tags": dict(doc.tags),
+        "acl": list(doc.acl),
+        "path": doc.metadata.get("path"),
+        "updated_at": doc.updated_at,
+    }
+
+
+@main.command()
+@json_option()
+@click.option("--collection", "collections", multiple=True, help="Only this collection (repeatable).")
+@click.option("--limit", type=click.IntRange(min=1), help="At most this many.")
+@filter_options
+@click.pass_context
+def documents(
+    ctx: click.Context,
+    /,
+    as_json: bool,
+    collections: tuple[str, ...],
+    limit: int | None,
+    **filters: Any,
+) -> None:
+    """List what is indexed: source, format, chunks, collection, ACL (what --as may read)."""
+    import dataclasses
+    from datetime import datetime
+
+    kb = _kb(ctx)
+    flt = dataclasses.replace(_filter(**filters), collections=collections)
+    docs = kb.documents(flt=flt, limit=limit)
+    total = kb.store.count_documents(flt)
+    rows = [document_row(kb, d) for d in docs]
+    if as_json:
+        _print_json({"documents": rows, "total": total})
+        return
+    if not rows:
+        out.print("No documents. `citeline add PATH` adds files or folders.")
+        return
+    for r in rows:
+        when = datetime.fromtimestamp(r["updated_at"]).strftime("%Y-%m-%d %H:%M")
+        where = "" if r["collection"] == DEFAULT_COLLECTION else f"  [dim]{_n(r['collection'])}[/dim]"
+        acl = f"  [dim]acl {_n(','.join(r['acl']))}[/dim]" if r["acl"] else ""
+        out.print(f"{_n(r['source'])}  [dim]{r['format']}, {r['chunks']} chunks, {when}[/dim]{where}{acl}")
+    if total > len(rows):
+        out.print(f"[dim]{total - len(rows)} more (--limit)[/dim]")
+
+
+@main.command()
+@click.option("--repair", is_flag=True, help="Rebuild derived indexes, drop orphans, embed missing vectors.")
+@json_option()
+@click.pass_context
+def check(ctx: click.Context, repair: bool, as_json: bool) -> None:
+    """Check the index: SQLite integrity, keyword and vector indexes against the chunks, every
+    span in its document, no orphans. Exit code 0 when all is well (or repaired), else 1."""
+    kb = _kb(ctx)
+    report = kb.check(repair=repair)
+    if as_json:
+        _print_json(report.to_json())
+    else:
+        stats = kb.store.stats()
+        for problem in report.problems:
+            fixed = " [green](repaired)[/green]" if problem.repaired else ""
+            out.print(f"[yellow]problem[/yellow] {problem.kind}: {_n(problem.detail)}{fixed}")
+        for problem in report.remaining or []:
+            out.print(f"[red]still wrong[/red] {problem.kind}: {_n(problem.detail)}")
+        if report.ok:
+            state = "repaired" if report.problems else "ok"
+            out.print(f"{state}: {stats['documents']} documents, {stats['chunks']} chunks")
+        elif not repair:
+            out.print("`citeline check --repair` rebuilds what is derived from the stored chunks.")
+    if not report.ok:
+        sys.exit(1)
 
 
 @main.command()
@@ -326,21 +513,13 @@ def show(ctx: click.Context, source: str, page: int | None, span: str | None) ->
     doc = kb.document(source, LOCAL)
     text = kb.text(doc)
     lo, hi = _window(kb, doc, text, start, end, page)
-    out.print(
-        f"[bold]{escape(doc.title)}[/bold] [dim]{escape(doc.source)} ({lo}:{hi} of {len(text)})[/dim]\n"
-    )
+    out.print(f"[bold]{_n(doc.title)}[/bold] [dim]{_n(doc.source)} ({lo}:{hi} of {len(text)})[/dim]\n")
     if start is not None and end is not None and lo <= start <= end <= hi:
-        out.print(
-            escape(text[lo:start])
-            + "[reverse]"
-            + escape(text[start:end])
-            + "[/reverse]"
-            + escape(text[end:hi])
-        )
+        out.print(_t(text[lo:start]) + "[reverse]" + _t(text[start:end]) + "[/reverse]" + _t(text[end:hi]))
         if not sys.stdout.isatty():
-            click.echo(f"\n>>> cited [{start}:{end}]: {text[start:end]}")
+            click.echo(f"\n>>> cited [{start}:{end}]: {terminal.text(text[start:end])}")
     else:
-        out.print(escape(text[lo:hi]))
+        out.print(_t(text[lo:hi]))
 
 
 def _window(
@@ -377,9 +556,26 @@ def reindex(ctx: click.Context, embedder_name: str) -> None:
 
 
 @main.command()
+@click.option("--from", "source", required=True, metavar="DIR|URL", help="The index to copy.")
+@click.option("--to", "target", required=True, metavar="URL|DIR", help="Where to copy it (created if new).")
+def migrate(source: str, target: str) -> None:
+    """Copy an index to another store without re-embedding: a folder to PostgreSQL, or back.
+
+    Documents, originals, chunks, vectors, settings, API keys and traces; re-running resumes.
+    """
+    from citeline.components import open_store
+    from citeline.index.migrate import migrate as copy_index
+
+    with closing(open_store(source, create=False)) as src, closing(open_store(target)) as dst:
+        with _progress(sys.stderr.isatty()) as progress:
+            report = copy_index(src, dst, progress)
+        out.print(f"{escape(src.location)} -> {escape(dst.location)}: {report.summary()}")
+
+
+@main.command()
 @click.argument("trace_id", required=False)
 @click.option("--failed", is_flag=True, help="List recent refusals and low-support answers.")
-@click.option("--json", "as_json", is_flag=True)
+@json_option()
 @click.pass_context
 def trace(ctx: click.Context, trace_id: str | None, failed: bool, as_json: bool) -> None:
     """Show the stored trace of an answer, or list recent ones."""
@@ -390,18 +586,18 @@ def trace(ctx: click.Context, trace_id: str | None, failed: bool, as_json: bool)
             _print_json([r.to_json() for r in rows])
         for row in [] if as_json else rows:
             mark = "refused" if row.refused else f"support {row.support}"
-            out.print(f"{row.id}  {mark:<14} {escape(row.question[:80])}")
+            out.print(f"{_n(row.id)}  {mark:<14} {_n(row.question[:80])}")
         return
     data = kb.trace(trace_id, LOCAL)
     if data is None:
-        raise CitelineError(f"No trace '{trace_id}'. `citeline trace` lists recent traces.")
+        raise CitelineError(f"No trace '{terminal.name(trace_id)}'. `citeline trace` lists recent traces.")
     _print_json(data.to_json())
 
 
 @main.command()
 @click.argument("questions", type=click.Path(exists=True, dir_okay=False, path_type=Path))
 @click.option("--docs", multiple=True, help="Add these documents first.")
-@click.option("--json", "as_json", is_flag=True)
+@json_option()
 @click.pass_context
 def calibrate(ctx: click.Context, questions: Path, docs: tuple[str, ...], as_json: bool) -> None:
     """Refusal precision/recall across thresholds on a question set (JSONL with `answerable`)."""

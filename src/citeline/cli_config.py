@@ -7,23 +7,19 @@ from typing import Any
 
 import click
 
+from citeline.cli_output import json_option
 from citeline.kb import open_kb
 from citeline.registry import KINDS, registry
-from citeline.settings import load_settings, toml_value
+from citeline.settings import load_settings, redact_url, toml_value
 
 
 def _redact(value: Any) -> Any:
     """Database URLs may carry a password: never print it."""
-    if isinstance(value, str) and "://" in value and "@" in value:
-        scheme, rest = value.split("://", 1)
-        creds, host = rest.rsplit("@", 1)
-        if ":" in creds:
-            return f"{scheme}://{creds.split(':', 1)[0]}:***@{host}"
-    return value
+    return redact_url(value) if isinstance(value, str) else value
 
 
 @click.group("config", invoke_without_command=True)
-@click.option("--json", "as_json", is_flag=True)
+@json_option()
 @click.pass_context
 def config_group(ctx: click.Context, as_json: bool) -> None:
     """Print the effective settings and where each value came from (default, index, toml, env, flag)."""
@@ -68,7 +64,7 @@ def config_unset(ctx: click.Context, key: str) -> None:
 
 
 @click.command("backends")
-@click.option("--json", "as_json", is_flag=True)
+@json_option()
 def backends(as_json: bool) -> None:
     """List every registered backend by kind (plugins included)."""
     rows = [

@@ -13,6 +13,7 @@ from pathlib import Path
 import click
 
 from citeline.access import ROLES, authenticate, create_key, key_json, revoke
+from citeline.cli_output import json_option
 from citeline.errors import CitelineError, MissingExtraError
 from citeline.kb import open_kb
 
@@ -94,7 +95,7 @@ def keys_group(ctx: click.Context) -> None:
 )
 @click.option("--admin", is_flag=True, help="Same as --role admin.")
 @click.option("--label", default="", help="A note shown in `citeline keys list`.")
-@click.option("--json", "as_json", is_flag=True, help="Print the key and its record as JSON.")
+@json_option("Print the key and its record as JSON.")
 @click.option("--quiet", is_flag=True, help="Print only the key.")
 @click.pass_context
 def keys_create(
@@ -117,7 +118,7 @@ def keys_create(
 
 
 @keys_group.command("list")
-@click.option("--json", "as_json", is_flag=True)
+@json_option()
 @click.option("--all", "show_all", is_flag=True, help="Include revoked keys.")
 @click.pass_context
 def keys_list(ctx: click.Context, as_json: bool = False, show_all: bool = False) -> None:

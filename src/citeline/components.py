@@ -22,6 +22,7 @@ if TYPE_CHECKING:
     from citeline.embedding.base import Embedder
     from citeline.index.base import Store
     from citeline.rerank.base import Reranker
+    from citeline.retrieval.breaker import CircuitBreaker
     from citeline.retrieval.hybrid import HybridRetriever
     from citeline.retrieval.rewrite import QueryExpander
 
@@ -43,6 +44,7 @@ class Components:
     def __init__(self, settings: Settings, store: Store, *, embedder: Embedder | None = None) -> None:
         self._settings = settings
         self._store = store
+        store.configure(settings)
         self._embedder = embedder
         self._generator: Generator | None = None
         self._chat_model: ChatModel | None = None
@@ -51,6 +53,7 @@ class Components:
         self._expander: QueryExpander | None = None
         self._injected: Generator | None = None
         self._reader: Reader | None = None
+        self._breaker: CircuitBreaker | None = None
 
     @property
     def settings(self) -> Settings:
@@ -141,10 +144,20 @@ class Components:
             self._expander = QueryExpander(self.chat_model, mode)
         return self._expander
 
+    @property
+    def breaker(self) -> CircuitBreaker:
+        """The dense side's circuit breaker, shared by every retrieval through these components."""
+        if self._breaker is None:
+            from citeline.retrieval.breaker import CircuitBreaker
+
+            s = self._settings
+            self._breaker = CircuitBreaker(s.dense_timeout_ms, s.breaker_failures, s.breaker_cooldown_s)
+        return self._breaker
+
     def retriever(self) -> HybridRetriever:
         from citeline.retrieval.hybrid import HybridRetriever
 
-        return HybridRetriever(self._store, self.embedder, self.query_expander)
+        return HybridRetriever(self._store, self.embedder, self.query_expander, self.breaker)
 
     def answerer(self) -> Answerer:
         from citeline.answer.answerer import Answerer

@@ -1,12 +1,31 @@
-"""User-facing errors. Each message says what went wrong and what to do about it."""
+"""User-facing errors. Each message says what went wrong and what to do about it.
+
+Exit codes of the ``citeline`` command (README, "Exit codes"):
+
+* 0 ``EXIT_OK``: everything asked for was done.
+* 1 ``EXIT_ERROR``: an error; nothing (more) was done (the message says why).
+* 2 ``EXIT_USAGE``: a usage error: an unknown option, a bad value, a path that does not exist.
+* 3 ``EXIT_PARTIAL``: some files failed (the others were done; the summary says which).
+* 4 ``EXIT_UNAVAILABLE``: the index could not be written: busy (another writer), read-only, disk full.
+* 70 ``EXIT_INTERNAL``: a bug (CITELINE_DEBUG=1 prints the traceback).
+* 130: interrupted (Ctrl-C).
+"""
 
 from __future__ import annotations
+
+EXIT_OK = 0
+EXIT_ERROR = 1
+EXIT_USAGE = 2
+EXIT_PARTIAL = 3
+EXIT_UNAVAILABLE = 4
+EXIT_INTERNAL = 70
+EXIT_INTERRUPTED = 130
 
 
 class CitelineError(Exception):
     """Base class: the CLI prints the message (no traceback) and exits non-zero."""
 
-    exit_code = 1
+    exit_code = EXIT_ERROR
 
 
 class ParseError(CitelineError):
@@ -68,9 +87,7 @@ class InvalidQuestionError(CitelineError):
 
 class DocumentNotFoundError(CitelineError):
     def __init__(self, source: str) -> None:
-        super().__init__(
-            f"No document '{source}' in this index. `citeline status --json` lists what is indexed."
-        )
+        super().__init__(f"No document '{source}' in this index. `citeline documents` lists what is indexed.")
 
 
 class ConfigError(CitelineError):
@@ -83,3 +100,28 @@ class GeneratorError(CitelineError):
 
 class AccessError(CitelineError):
     """A read without a principal, or by one that may not read what it asked for."""
+
+
+class UsageError(CitelineError):
+    """The command was given something it cannot use (a path that does not exist)."""
+
+    exit_code = EXIT_USAGE
+
+
+class IndexUnavailableError(CitelineError):
+    """The index cannot be written now: another writer holds it, it is read-only, or the disk is
+    full. Nothing was half-written; the command can be run again once the cause is gone."""
+
+    exit_code = EXIT_UNAVAILABLE
+
+
+class IndexBusyError(IndexUnavailableError):
+    pass
+
+
+class ReadOnlyIndexError(IndexUnavailableError):
+    pass
+
+
+class DiskFullError(IndexUnavailableError):
+    pass

@@ -9,15 +9,17 @@ Access is explicit: every call that reads documents names who is asking, a ``Pri
 from __future__ import annotations
 
 import os
+import tempfile
 from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from citeline.answer.generators.base import Generator
 from citeline.components import Components, open_store
 from citeline.errors import AccessError, DocumentNotFoundError, InvalidQuestionError
-from citeline.index.base import Store
-from citeline.ingest.pipeline import Ingestor, IngestReport, Progress, reembed
+from citeline.index.base import Problem, Store
+from citeline.ingest.pipeline import Ingestor, IngestReport, Progress, embed_batches, reembed
 from citeline.models import DEFAULT_COLLECTION, Answer, Document, Hit
 from citeline.retrieval.filters import Filter, Principal
 from citeline.retrieval.hybrid import Retrieval
@@ -41,6 +43,25 @@ def access_filter(principal: Principal | Filter | None, flt: Filter | None) -> F
             "or principal=citeline.Principal.local_admin() (reads everything), or a Filter."
         )
     return Filter(principal=principal)
+
+
+@dataclass(frozen=True)
+class CheckReport:
+    """What ``KnowledgeBase.check`` found and, after a repair, what is still wrong."""
+
+    problems: list[Problem]
+    remaining: list[Problem] | None = None  # None: no repair was asked for
+
+    @property
+    def ok(self) -> bool:
+        return not (self.problems if self.remaining is None else self.remaining)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "ok": self.ok,
+            "problems": [p.to_json() for p in self.problems],
+            "remaining": None if self.remaining is None else [p.to_json() for p in self.remaining],
+        }
 
 
 class KnowledgeBase:
@@ -83,9 +104,38 @@ class KnowledgeBase:
         *,
         collection: str = DEFAULT_COLLECTION,
         root: str | os.PathLike[str] | None = None,
+        workers: str | None = None,
+        keep_missing: bool = False,
+        prune: bool = False,
     ) -> IngestReport:
+        """Add or update files and folders; a folder is reconciled (documents whose files are gone
+        are removed, see ``Ingestor.add``; ``keep_missing`` keeps them, ``prune`` allows removing
+        more than half of a folder's documents). ``workers`` (``ray://HOST:PORT`` or ``local:N``)
+        parses and embeds on Ray, writing here in batches (citeline.ingest.distributed)."""
+        if workers:
+            from citeline.ingest.distributed import add_distributed
+
+            return add_distributed(
+                self._ingestor(),
+                [str(p) for p in paths],
+                workers,
+                tags,
+                acl,
+                progress,
+                collection,
+                root,
+                keep_missing=keep_missing,
+                prune=prune,
+            )
         return self._ingestor().add(
-            [str(p) for p in paths], tags=tags, acl=acl, progress=progress, collection=collection, root=root
+            [str(p) for p in paths],
+            tags=tags,
+            acl=acl,
+            progress=progress,
+            collection=collection,
+            root=root,
+            keep_missing=keep_missing,
+            prune=prune,
         )
 
     def add_bytes(
@@ -218,6 +268,29 @@ class KnowledgeBase:
 
     # -- inspection ----------------------------------------------------------------------------
 
+    def check(self, repair: bool = False) -> CheckReport:
+        """The store's consistency check (``citeline check``). ``repair`` rebuilds derived indexes,
+        drops orphans and embeds again the chunks left without a vector; the store is then
+        checked again (``remaining``)."""
+        problems = self.store.check(repair=repair)
+        if not repair:
+            return CheckReport(problems)
+        if any(p.kind == "vectors" and not p.repaired for p in problems):
+            self._embed_missing()
+        remaining = self.store.check()
+        if not remaining:
+            problems = [replace(p, repaired=True) for p in problems]
+        return CheckReport(problems, remaining)
+
+    def _embed_missing(self) -> int:
+        embedder = self.embedder
+        pending = self.store.all_text_hashes()
+        have = self.store.cached_vectors([h for h, _ in pending])
+        todo = [(h, t) for h, t in pending if h not in have]
+        for hashes, vectors in embed_batches(embedder, todo, retries=self.settings.embed_retries):
+            self.store.add_vectors(embedder.name, dict(zip(hashes, vectors, strict=True)))
+        return len(todo)
+
     def status(self) -> dict[str, Any]:
         return {
             **self.store.stats(),
@@ -278,5 +351,21 @@ def open_kb(
         store.close()
         raise
     if not is_url(location) and not store.read_only and not (Path(location) / SETTINGS_FILE).exists():
-        (Path(location) / SETTINGS_FILE).write_text(settings.to_toml(), encoding="utf-8")
+        _write_template(Path(location) / SETTINGS_FILE, settings.to_toml())
     return KnowledgeBase(settings, store)
+
+
+def _write_template(path: Path, text: str) -> None:
+    """Write the commented settings template atomically (a concurrent reader never sees half of
+    it); a full disk only costs the template, never the command."""
+    try:
+        fd, tmp = tempfile.mkstemp(prefix=".citeline-toml-", dir=path.parent)
+        try:
+            with os.fdopen(fd, "w", encoding="utf-8") as f:
+                f.write(text)
+            os.replace(tmp, path)
+        except BaseException:
+            os.unlink(tmp)
+            raise
+    except OSError:
+        pass

@@ -235,6 +235,8 @@ class Answer:
     confidence: float | None = None
     #: the trained reader's best score over the context (None without a reader)
     reader_score: float | None = None
+    #: why retrieval was keyword-only for this answer (dense side failed or too slow), else None
+    degraded: str | None = None
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -251,4 +253,5 @@ class Answer:
             "refusal_reason": self.refusal_reason,
             "confidence": None if self.confidence is None else round(self.confidence, 4),
             "reader_score": None if self.reader_score is None else round(self.reader_score, 4),
+            "degraded": self.degraded,
         }

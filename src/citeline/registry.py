@@ -382,6 +382,15 @@ def _builtins(r: Registry) -> None:
         argument="DIR",
         summary="the embedded default: one folder, SQLite + FTS5 + exact vectors",
     )
+    r.register(
+        "store",
+        "postgresql",
+        "citeline.index.postgres:postgres_factory",
+        extra="postgres",
+        argument="URL",
+        argument_required=True,
+        summary="shared: PostgreSQL + pgvector (HNSW) + full-text BM25, Citus-ready (postgresql://...)",
+    )
 
 
 registry = Registry()

@@ -11,11 +11,13 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import re
 import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
+from urllib.parse import unquote
 
 from citeline.errors import ConfigError
 
@@ -49,6 +51,12 @@ class Settings:
     )
     max_file_mb: float = _opt(64.0, "largest file read, in MB", min=0.001)
     max_text_chars: int = _opt(5_000_000, "most characters of text one document may hold", min=1)
+    embed_retries: int = _opt(
+        2, "tries again (with exponential backoff) when the embedder fails on a batch", min=0, max=10
+    )
+    lock_timeout_s: float = _opt(
+        30.0, "seconds a writer waits for another writer's transaction before failing (exit code 4)", min=0.0
+    )
     # retrieval
     top_k: int = _opt(30, "candidates per retrieval stage", min=1)
     fusion: str = _opt("rrf", "how BM25 and dense lists merge", choices=("rrf", "convex"))
@@ -59,12 +67,31 @@ class Settings:
     query_expansion: str = _opt("none", "LLM query expansion", choices=EXPANSION_MODES)
     mmr_lambda: float = _opt(0.7, "diversity of the context: 1 = relevance only", min=0.0, max=1.0)
     context_passages: int = _opt(5, "passages given to the generator", min=1)
+    dense_timeout_ms: int = _opt(
+        5000,
+        "latency budget of the dense side (query embedding + vector search) per query; slower or "
+        "failing, retrieval falls back to keyword only (0 = no budget)",
+        min=0,
+    )
+    breaker_failures: int = _opt(
+        3, "consecutive dense failures or overruns after which the dense side is not tried for a while", min=1
+    )
+    breaker_cooldown_s: float = _opt(
+        30.0, "seconds the dense side stays off after breaker_failures, then one query tries it", min=0.0
+    )
     # answering
     generator: str = _opt("extractive", "answer generator (registry spec)", backend="generator")
     generator_model: str = _opt(
         "", "llamacpp: 0.5b, 1.5b or a .gguf path; openai/anthropic: the model name ('' = default)"
     )
     generator_base_url: str = _opt("", "openai: any OpenAI-compatible endpoint URL ('' = OpenAI)")
+    generator_timeout_s: float = _opt(120.0, "openai/anthropic: seconds to wait for one reply", min=0.1)
+    generator_retries: int = _opt(
+        2,
+        "openai/anthropic: retries (exponential backoff) after a connection error, 429 or 5xx",
+        min=0,
+        max=10,
+    )
     chat_model: str = _opt(
         "",
         "LLM for the llm reranker, query expansion and the llm verifier ('' = the generator, "
@@ -123,6 +150,23 @@ class Settings:
     server_cors_origins: str = _opt("", "server: comma-separated origins allowed by CORS ('' = CORS off)")
     server_allow_anonymous: bool = _opt(
         False, "server: answer requests without a key (read-only, documents marked public only)"
+    )
+    # PostgreSQL store (index = postgresql://...)
+    pg_pool_size: int = _opt(8, "PostgreSQL: most connections one process keeps open", min=1, max=1000)
+    pg_exact_scan_rows: int = _opt(
+        20_000,
+        "PostgreSQL: a dense search whose filter lets through at most this many chunks is exact (no HNSW)",
+        min=0,
+    )
+    pg_exact_scan_fraction: float = _opt(
+        0.5,
+        "PostgreSQL, pgvector < 0.8: ... or at most this share of all chunks (HNSW filters after its "
+        "candidate list; benchmarks/results/bench_pg.md)",
+        min=0.0,
+        max=1.0,
+    )
+    pg_hnsw_ef_search: int = _opt(
+        100, "PostgreSQL: HNSW candidate list (raised for filtered searches, at most 1000)", min=1, max=1000
     )
     # evaluation and development
     eval_cache: str = _opt("", "folder for evaluation indexes ('' = CACHE/eval)")
@@ -261,6 +305,24 @@ def index_location(index: str | os.PathLike[str] | None = None) -> str:
 
 def is_url(location: str) -> bool:
     return "://" in location
+
+
+_URL_PASSWORD = re.compile(r"(?P<head>[a-zA-Z][\w+.-]*://[^:/@\s]*):(?P<secret>[^@\s]*)@")
+_PARAM_PASSWORD = re.compile(r"(?P<head>\bpassword\s*=\s*)(?P<secret>'[^']*'|[^\s&]+)", re.IGNORECASE)
+
+
+def redact_url(text: str, secret_of: str | None = None) -> str:
+    """``text`` with any password removed: in URLs (user:***@host), ``password=`` parameters, and
+    the password of the URL ``secret_of`` wherever it appears (an error message quoting it)."""
+    if secret_of:
+        for pattern in (_URL_PASSWORD, _PARAM_PASSWORD):
+            for m in pattern.finditer(secret_of):
+                secret = m.group("secret").strip("'")
+                for form in {secret, unquote(secret)}:
+                    if len(form) >= 1:
+                        text = text.replace(form, "***")
+    text = _URL_PASSWORD.sub(lambda m: m.group("head") + (":***@" if m.group("secret") else ":@"), text)
+    return _PARAM_PASSWORD.sub(lambda m: m.group("head") + "***", text)
 
 
 def read_toml(path: Path) -> dict[str, Any]:

@@ -22,7 +22,7 @@ from citeline.models import Chunk, Document, document_id_for
 from citeline.retrieval.filters import PUBLIC, Filter, Principal
 from citeline.trace import Candidates, Check, Trace, TracedHit
 
-STORES = ["sqlite"]
+STORES = ["sqlite", "postgresql"]
 DIM = 8
 ADMIN = Filter.admin()
 ALICE = Principal(user="alice", groups=("eng",))
@@ -31,7 +31,7 @@ BOB = Principal(user="bob", groups=("finance",))
 
 @pytest.fixture(params=STORES)
 def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Store]:
-    location = {"sqlite": str(tmp_path / "index")}[request.param]
+    location = str(tmp_path / "index") if request.param == "sqlite" else request.getfixturevalue("pg_url")
     s = open_store(location)
     s.bind_embedder("test-embedder", "1", DIM)
     yield s
@@ -168,6 +168,35 @@ def test_term_weights_count_only_what_the_principal_may_read(store: Store) -> No
     assert for_bob["zebracorn"] < for_alice["zebracorn"]  # alice's statistics never saw the word
 
 
+def test_keyword_scores_ignore_what_the_principal_may_not_read(store: Store) -> None:
+    """BM25 statistics (rows, average length, document frequency) over the reader's slice only:
+    adding a restricted document changes no score and no order a reader without access sees."""
+    put(store, "a.md", ["gamma ray burst detector", "beta decay of gamma sources"], seed=1)
+    put(store, "b.md", ["gamma gamma spectrometer calibration", "beta particles"], seed=2)
+    put(store, "c.md", ["an unrelated paragraph about lunch"], seed=3)
+    before = store.keyword_search("gamma beta spectrometer", Filter(principal=ALICE), 10)
+    put(
+        store,
+        "secret.md",
+        ["gamma beta gamma beta"] * 3 + ["spectrometer " * 12 + "gamma"],
+        acl=("group:finance",),
+        seed=4,
+    )
+    after = store.keyword_search("gamma beta spectrometer", Filter(principal=ALICE), 10)
+    assert [c for c, _ in after] == [c for c, _ in before]
+    assert all(abs(x - y) < 1e-9 for (_, x), (_, y) in zip(after, before, strict=True))
+    seen_by_bob = store.keyword_search("gamma beta spectrometer", Filter(principal=BOB), 10)
+    assert len(seen_by_bob) == len(before) + 4  # bob reads the secret: his statistics include it
+
+
+def test_check_finds_nothing_wrong_with_a_consistent_store(store: Store) -> None:
+    put(store, "a.md", ["one paragraph", "another paragraph"], seed=1)
+    put(store, "b.md", ["third"], seed=2, acl=("group:eng",), original=b"raw")
+    assert store.check() == []
+    assert store.check(repair=True) == []
+    assert store.keyword_search("paragraph", ADMIN, 5)  # still searchable after a no-op repair
+
+
 def test_vectors_are_cached_by_text_hash_and_swapped_whole(store: Store) -> None:
     doc = put(store, "a.md", ["x", "y"])
     hashes = [text_hash(c.index_text) for c, _ in store.chunks(store.document_chunks(doc.id)).values()]
@@ -217,3 +246,35 @@ def test_settings_and_access_data_live_in_the_store(store: Store) -> None:
     revoked = store.find_api_key("h" * 64)
     assert revoked is not None and not revoked.active
     assert [k.id for k in store.api_keys()] == ["k1"]
+
+
+def test_a_batch_is_written_whole_or_not_at_all(store: Store) -> None:
+    from citeline.errors import CitelineError
+    from citeline.index.base import DocumentWrite
+
+    first = put(store, "a.md", ["kept as it was"], seed=1)
+    docs = []
+    for i, name in enumerate(["b.md", "c.md"]):
+        doc_id = document_id_for("default", name)
+        chunk = Chunk(
+            f"{doc_id[:12]}-{0:012d}", doc_id, 0, 0, 4, "text", f"{name} > text", ("H",), "paragraph"
+        )
+        doc = Document(doc_id, name, name, "markdown", f"h{i}", 4, 1.0, None, added_at=5.0, updated_at=6.0)
+        docs.append((doc, chunk))
+    good = DocumentWrite(
+        docs[0][0], "text", [docs[0][1]], {text_hash(docs[0][1].index_text): _vector(1)}, keep_times=True
+    )
+    bad = DocumentWrite(docs[1][0], "text", [docs[1][1]], {})  # no vector for its chunk
+    with pytest.raises(CitelineError):
+        store.replace_documents([good, bad])
+    assert store.count_documents(ADMIN) == 1 and store.get_document(docs[0][0].id) is None
+    store.replace_documents([good])
+    got = store.get_document(docs[0][0].id)
+    assert got is not None and (got.added_at, got.updated_at) == (5.0, 6.0)  # kept as given
+    assert store.get_document(first.id) is not None and store.count_chunks(ADMIN) == 2
+
+
+def test_an_adopted_secret_replaces_the_index_own(store: Store) -> None:
+    store.secret()
+    store.adopt_secret(b"\x01" * 32)
+    assert store.secret() == b"\x01" * 32

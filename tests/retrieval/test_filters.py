@@ -1,6 +1,7 @@
 """Filters and ACLs on real indexes: every engine pre-filters, and nothing forbidden leaks.
 
-The hashing embedder keeps these fast; the model is not what is being tested.
+The hashing embedder keeps these fast; the model is not what is being tested. Every test runs
+against each store (the ``open_index`` fixture: an embedded folder, and a PostgreSQL database).
 """
 
 from __future__ import annotations
@@ -14,9 +15,9 @@ import numpy as np
 import pytest
 
 from citeline.index.sqlite import text_hash
-from citeline.kb import KnowledgeBase, open_kb
+from citeline.kb import KnowledgeBase
 from citeline.retrieval.filters import Filter, Principal
-from conftest import ADMIN
+from conftest import ADMIN, OpenIndex
 
 ALICE = Principal(user="alice", groups=("engineering",))
 FINANCE = Principal(user="bob", groups=("finance",))
@@ -47,8 +48,8 @@ def write(root: Path, files: dict[str, str]) -> list[Path]:
     return paths
 
 
-def build(index: Path, docs: Path, with_secret: bool) -> KnowledgeBase:
-    kb = open_kb(index, embedder="hashing")
+def build(open_index: OpenIndex, name: str, docs: Path, with_secret: bool) -> KnowledgeBase:
+    kb = open_index(name, embedder="hashing")
     kb.add(write(docs, PUBLIC))
     if with_secret:
         kb.add(write(docs, {"finance/salaries.md": SECRET}), acl=["group:finance"])
@@ -56,11 +57,11 @@ def build(index: Path, docs: Path, with_secret: bool) -> KnowledgeBase:
 
 
 @pytest.fixture
-def kbs(tmp_path: Path) -> tuple[KnowledgeBase, KnowledgeBase]:
+def kbs(tmp_path: Path, open_index: OpenIndex) -> tuple[KnowledgeBase, KnowledgeBase]:
     """The same public documents (same paths, so same chunk ids), with and without the secret."""
     docs = tmp_path / "docs"
-    with_secret = build(tmp_path / "with", docs, True)
-    without = build(tmp_path / "without", docs, False)
+    with_secret = build(open_index, "with", docs, True)
+    without = build(open_index, "without", docs, False)
     return with_secret, without
 
 
@@ -119,8 +120,8 @@ def test_ask_and_trace_hold_nothing_forbidden(kbs: tuple[KnowledgeBase, Knowledg
     assert [d.source for d in kb.store.documents(flt)] == [d.source for d in clean.store.documents(flt)]
 
 
-def test_acl_by_user_group_anonymous_and_admin(tmp_path: Path) -> None:
-    kb = open_kb(tmp_path / "index", embedder="hashing")
+def test_acl_by_user_group_anonymous_and_admin(tmp_path: Path, open_index: OpenIndex) -> None:
+    kb = open_index("index", embedder="hashing")
     docs = tmp_path / "docs"
     kb.add(write(docs, {"open.md": "# Open\n\nThe cafeteria opens at eight.\n"}))
     kb.add(
@@ -146,8 +147,8 @@ def test_acl_by_user_group_anonymous_and_admin(tmp_path: Path) -> None:
     assert sources(Principal(user="alice")) == {"open.md", "alice.md", "menu.md"}
 
 
-def test_acl_changes_apply_at_once(tmp_path: Path) -> None:
-    kb = open_kb(tmp_path / "index", embedder="hashing")
+def test_acl_changes_apply_at_once(tmp_path: Path, open_index: OpenIndex) -> None:
+    kb = open_index("index", embedder="hashing")
     paths = write(tmp_path / "docs", {"memo.md": "# Memo\n\nThe quarterly plan moves the launch to May.\n"})
     flt = Filter(principal=ALICE)
     kb.add(paths)
@@ -159,8 +160,8 @@ def test_acl_changes_apply_at_once(tmp_path: Path) -> None:
     assert kb.search("quarterly launch", flt=flt)
 
 
-def test_tags_prefix_format_and_time_range(tmp_path: Path) -> None:
-    kb = open_kb(tmp_path / "index", embedder="hashing")
+def test_tags_prefix_format_and_time_range(tmp_path: Path, open_index: OpenIndex) -> None:
+    kb = open_index("index", embedder="hashing")
     root = tmp_path / "docs"
     texts = {
         "team-a/alpha.md": "# Alpha\n\nThe deployment pipeline runs nightly.\n",
@@ -207,11 +208,11 @@ def test_tags_prefix_format_and_time_range(tmp_path: Path) -> None:
     assert names(Filter(tags={"team": "b"}, formats=("markdown",), principal=ALICE)) == {"gamma.md"}
 
 
-def test_selective_filter_returns_k_exact_results(tmp_path: Path) -> None:
+def test_selective_filter_returns_k_exact_results(tmp_path: Path, open_index: OpenIndex) -> None:
     """A filter matching ~1% of chunks still gives k results, equal to brute force over the allowed chunks."""
     rng = random.Random(5)
     words = [f"w{i}" for i in range(60)] + ["turbine", "blade", "rotor", "gearbox", "pitch"]
-    kb = open_kb(tmp_path / "index", embedder="hashing")
+    kb = open_index("index", embedder="hashing")
     root = tmp_path / "docs"
     n_docs, n_allowed, k = 1200, 12, 5
     texts = {f"d{i:04d}.txt": " ".join(rng.choice(words) for _ in range(25)) + ".\n" for i in range(n_docs)}

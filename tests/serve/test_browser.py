@@ -251,6 +251,45 @@ def test_document_text_is_never_html(browser: Any, url: str, corpus: Corpus) -> 
     s.close()
 
 
+HOSTILE_NAME = "<img src=x onerror=document.title='PWNED'>.md"
+HOSTILE_UPLOAD = (
+    b"# <img src=x onerror=\"document.title='PWNED'\"> Lighthouse\n\n"
+    b"## <script>document.title='PWNED'</script> Lamps\n\n"
+    b"The Gullrock lighthouse lamp turns every 12 seconds <b onmouseover=alert(1)>fast</b>.\n"
+)
+
+
+def test_hostile_names_titles_and_headings_stay_text(browser: Any, url: str, corpus: Corpus) -> None:
+    """Markup in a file name, a title and a heading trail is shown as text everywhere the page
+    shows them: the documents list, the answer's sources, the source panel and the trace."""
+    s = Session(browser, url, corpus.writer_key)
+    page = s.page
+    page.click("#nav-docs")
+    page.wait_for_selector("#docs-view:not([hidden])")
+    page.set_input_files(
+        "#upload-file", files=[{"name": HOSTILE_NAME, "mimeType": "text/markdown", "buffer": HOSTILE_UPLOAD}]
+    )
+    page.click("#upload-button")
+    wait_until(page, "document.querySelector('#upload-status').textContent.startsWith('Indexed')")
+    assert HOSTILE_NAME in page.text_content("#docs-list")
+    page.click("#nav-ask")
+    s.ask("How often does the Gullrock lighthouse lamp turn?")
+    assert "12 seconds" in page.text_content("#answer")
+    s.open_citation(1)
+    page.click("#trace-panel summary")
+    page.wait_for_selector("#trace-body table")
+    assert "<script>" in page.text_content("body") and "onerror" in page.text_content("body")
+    assert page.title() == "citeline"
+    assert page.locator("img[src='x'], b[onmouseover], #answer script, #sources script").count() == 0
+    assert page.evaluate("document.querySelectorAll('script:not([src])').length") == 0
+    page.click("#nav-docs")
+    page.once("dialog", lambda d: d.accept())
+    page.click(f'#docs-list li:has-text("{HOSTILE_NAME[:12]}") button')
+    wait_until(page, "document.querySelector('#upload-status').textContent.startsWith('Deleted')")
+    assert page.title() == "citeline" and not s.problems, s.problems
+    s.close()
+
+
 def test_no_serious_accessibility_violations(browser: Any, url: str, corpus: Corpus) -> None:
     if not AXE.is_file():
         _missing(f"axe-core not installed at {AXE} (npm ci --prefix tests/serve/axe)")

@@ -14,12 +14,13 @@ import re
 _UNITS = r"(?:milli)?seconds?|secs?|minutes?|mins?|hours?|hrs?|days?|weeks?|months?|years?|ms|[smhdw]"
 _DURATION = re.compile(
     # "45 minutes", "5 business days", "1,500 operating hours", "7-day"
-    rf"\b\d[\d.,]*\s*(?:-\s*)?(?:[a-z]+\s+)?(?:{_UNITS})\b|\b(?:one|two|three|four|five|six|seven|"
+    # (?<!\d[.,]): a number starts only where a run of digits does ("1,1,1,..." stays linear)
+    rf"\b(?<!\d[.,])\d[\d.,]*\s*(?:-\s*)?(?:[a-z]+\s+)?(?:{_UNITS})\b|\b(?:one|two|three|four|five|six|seven|"
     rf"eight|nine|ten|twelve|thirty|sixty|ninety)\s+(?:{_UNITS})\b",
     re.IGNORECASE,
 )
 _MONEY = re.compile(
-    r"[$€£¥]\s*\d|\b\d[\d.,]*\s*(?:EUR|USD|GBP|CHF|JPY|dollars?|euros?|pounds?)\b|"
+    r"[$€£¥]\s*\d|\b(?<!\d[.,])\d[\d.,]*\s*(?:EUR|USD|GBP|CHF|JPY|dollars?|euros?|pounds?)\b|"
     r"\b(?:EUR|USD|GBP|CHF)\s*\d",
     re.IGNORECASE,
 )

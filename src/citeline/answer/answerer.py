@@ -134,7 +134,9 @@ class Answerer:
                 alpha=self.settings.alpha,
             )
         context = self.context(retrieval, timings)
-        relevance = assess(query, context, retrieved=retrieval.hits)
+        relevance = assess(
+            query, context, retrieved=retrieval.hits, keyword_only=retrieval.degraded is not None
+        )
         with Stage(timings, "assemble"):
             passages = assemble(query.text, context, self.generator.context_tokens, self.count_tokens)
         trace = Trace(
@@ -157,6 +159,7 @@ class Answerer:
             threshold=self.settings.refusal_threshold,
             generator=self.generator.name,
             verifier=self.verifier.name,
+            degraded=retrieval.degraded,
         )
         reading = None
         if self.reader is not None and passages:
@@ -189,6 +192,7 @@ class Answerer:
             timings_ms=timings,
             confidence=None if draft is None else draft.confidence,
             reader_score=None if reading is None else reading.best,
+            degraded=retrieval.degraded,
         )
 
     def _stream(self, question: Query, passages: list[Passage], on_text: Callable[[str], None]) -> Draft:

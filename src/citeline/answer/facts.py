@@ -55,7 +55,8 @@ _DAY_MONTH = re.compile(rf"\b(\d{{1,2}})(?:st|nd|rd|th)?\s+(?:of\s+)?({'|'.join(
 _MONTH_DAY = re.compile(rf"\b({'|'.join(_MONTHS)})\.?\s+(\d{{1,2}})(?:st|nd|rd|th)?\b", re.IGNORECASE)
 _ISO = re.compile(r"\b(\d{4})-(\d{2})-(\d{2})\b")
 _CODE = re.compile(
-    r"\b(?=[\w.-]*[A-Za-z])(?=[\w.-]*(?:\d|_|[a-z]\.[a-z]))[\w]+(?:[._-][\w]+)+\b|\b[A-Za-z]+\d[\w-]*\b"
+    # (?<!\w[._-]): a code starts where its run of characters does, never inside it (linear time)
+    r"\b(?=\w)(?<!\w[._-])(?=[\w.-]*[A-Za-z])(?=[\w.-]*(?:\d|_|[a-z]\.[a-z]))[\w]+(?:[._-][\w]+)+\b|\b[A-Za-z]+\d[\w-]*\b"
 )
 # "No limit" is a value too: a claim that something is unlimited needs a passage that says so.
 _UNBOUNDED = re.compile(

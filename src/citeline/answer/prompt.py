@@ -16,6 +16,7 @@ from __future__ import annotations
 import html
 import json
 import re
+import unicodedata
 from collections.abc import Iterable, Iterator, Sequence
 from typing import Any
 
@@ -67,7 +68,8 @@ def escape_source_text(text: str) -> str:
 
 
 def _attr(value: str) -> str:
-    return html.escape(" ".join(value.split()), quote=True)
+    """A title or heading as an attribute: markers inside it are text, delimiters are escaped."""
+    return html.escape(escape_markers(" ".join(value.split())), quote=True)
 
 
 def format_source(passage: Passage) -> str:
@@ -155,7 +157,11 @@ def response_format(k: int) -> dict[str, Any]:
 
 
 def _normalise(text: str) -> str:
-    return " ".join(strip_citations(text).split()).casefold()
+    """Spacing, case, citation markers, compatibility forms (full-width letters) and invisible
+    format characters (zero-width spaces and joiners, bidi marks) do not make another sentence."""
+    folded = unicodedata.normalize("NFKC", strip_citations(text))
+    visible = "".join(ch for ch in folded if unicodedata.category(ch) != "Cf")
+    return " ".join(visible.split()).casefold()
 
 
 def is_refusal(text: str) -> bool:

@@ -32,15 +32,20 @@ class Relevance:
     coverage: float
     missing_identifiers: tuple[str, ...]
     missing_terms: tuple[str, ...] = ()
+    #: the dense side did not answer (circuit breaker): the score is the keyword coverage alone
+    keyword_only: bool = False
 
     def to_json(self) -> dict[str, object]:
-        return {
+        out: dict[str, object] = {
             "score": round(self.score, 4),
             "dense_best": round(self.dense_best, 4),
             "coverage": round(self.coverage, 4),
             "missing_identifiers": list(self.missing_identifiers),
             "missing_terms": list(self.missing_terms),
         }
+        if self.keyword_only:
+            out["keyword_only"] = True
+        return out
 
 
 def _stem(term: str) -> str:
@@ -78,13 +83,20 @@ def weighted_coverage(terms: Sequence[str], text: str, weights: Mapping[str, flo
     return found / total if total > 0 else 0.0
 
 
-def assess(query: Query, hits: Sequence[Hit], depth: int = 5, retrieved: Sequence[Hit] = ()) -> Relevance:
+def assess(
+    query: Query,
+    hits: Sequence[Hit],
+    depth: int = 5,
+    retrieved: Sequence[Hit] = (),
+    keyword_only: bool = False,
+) -> Relevance:
     """Relevance of the context ``hits`` to the question.
 
     Codes in the question (LDG-4012, sync_batch, 3.5.0) must occur somewhere in ``retrieved``
     (all candidates, not only the context): when none mentions them, the documents do not
     talk about the thing asked. Names and plain numbers that no candidate mentions lower
     the relevance instead. Term weights are the query's (IDF over what the asker may read).
+    ``keyword_only`` (the dense side did not answer): the score is the weighted coverage alone.
     """
     top = list(hits[:depth])
     dense_best = max((h.stages["dense"].score for h in top if "dense" in h.stages), default=0.0)
@@ -95,7 +107,8 @@ def assess(query: Query, hits: Sequence[Hit], depth: int = 5, retrieved: Sequenc
     pool_words = evidence_words(pool)
     missing_codes = tuple(t for t in query.codes if not term_present(t, pool_words, pool))
     missing_soft = tuple(t for t in query.names if not term_present(t, pool_words, pool))
-    score = DENSE_WEIGHT * max(dense_best, 0.0) + COVERAGE_WEIGHT * coverage
+    # keyword only (the dense side did not answer): the weighted coverage is the whole signal
+    score = coverage if keyword_only else DENSE_WEIGHT * max(dense_best, 0.0) + COVERAGE_WEIGHT * coverage
     if query.names:
         score *= 1.0 - MISSING_PENALTY * len(missing_soft) / len(query.names)
-    return Relevance(score, dense_best, coverage, missing_codes, missing_soft)
+    return Relevance(score, dense_best, coverage, missing_codes, missing_soft, keyword_only)

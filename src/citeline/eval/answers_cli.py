@@ -162,6 +162,8 @@ def _progress(err: Console) -> Any:
 @click.option(
     "--generator", default=None, help="Generator to answer with (default: the settings' generator)."
 )
+@click.option("--as", "as_user", metavar="user:NAME", help="Evaluate what this principal sees (ACLs apply).")
+@click.option("--groups", default="", help="Comma-separated groups of the --as principal.")
 def answers_command(
     golden: Path | None,
     docs: Path | None,
@@ -176,6 +178,8 @@ def answers_command(
     baseline: Path | None,
     max_drop: float,
     generator: str | None,
+    as_user: str | None,
+    groups: str,
 ) -> None:
     """Ask every question of GOLDEN.jsonl and report retrieval, correctness, citations, refusals,
     faithfulness, latency and cost. With --dataset, GOLDEN.jsonl (optional) receives the generated
@@ -227,7 +231,17 @@ def answers_command(
                     "Give --docs (the documents to index) or --index (an index that has them)."
                 )
             label = dataset or (golden.stem if golden is not None else None)
-            result = evaluate_answers(kb, rows, k, docs_root=docs_dir, dataset=label, progress=_progress(err))
+            principal = None
+            if as_user is not None:
+                from citeline.retrieval.filters import Principal
+
+                principal = Principal(
+                    user=as_user.removeprefix("user:") or None,
+                    groups=tuple(g.strip() for g in groups.split(",") if g.strip()),
+                )
+            result = evaluate_answers(
+                kb, rows, k, docs_root=docs_dir, dataset=label, progress=_progress(err), principal=principal
+            )
         if err.is_terminal:
             err.print()
         if notes is not None:

@@ -15,6 +15,7 @@ import click
 from rich.console import Console
 from rich.table import Table
 
+from citeline.cli_output import json_option
 from citeline.errors import CitelineError
 
 eval_group = click.Group("eval", help="Measure retrieval and answer quality on evaluation datasets.")
@@ -97,7 +98,7 @@ def retrieval_table(report: dict[str, Any]) -> Table:
     default=None,
     help="Chunks each stage retrieves (enough for 100 documents by default).",
 )
-@click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
+@json_option("Print the report as JSON.")
 def retrieval_command(
     beir: Path,
     split: str,

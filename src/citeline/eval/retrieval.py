@@ -44,7 +44,7 @@ from citeline.models import Hit
 from citeline.rerank.base import Reranker
 from citeline.retrieval.filters import Filter
 from citeline.retrieval.fusion import convex_combination, reciprocal_rank_fusion
-from citeline.settings import Settings, cache_root, load_settings
+from citeline.settings import Settings, cache_root, is_url, load_settings, redact_url
 
 FUSIONS = ("rrf", "convex")
 STAGE_ORDER = ("bm25", "dense", "fused", "fused_rrf", "fused_convex", "reranked")
@@ -198,9 +198,15 @@ def open_eval_index(
     chunking = f"{settings.chunk_tokens}:{settings.overlap_tokens}"
     key = cache_key(dataset_path, dataset.corpus, embedder, chunking)
     base = Path(root) / key
-    folder = Path(index) if index is not None else base / "index"
-    marker = folder / "eval-complete.json"
-    kb = open_kb(folder, embedder=embedder)
+    location = str(index) if index is not None else str(base / "index")
+    if is_url(location):  # a database: the completion marker lives in the cache, keyed by the URL
+        digest = hashlib.sha256(redact_url(location).encode()).hexdigest()[:16]
+        folder, marker = base / "db", base / f"eval-complete-{digest}.json"
+        marker.parent.mkdir(parents=True, exist_ok=True)
+    else:
+        folder = Path(location)
+        marker = folder / "eval-complete.json"
+    kb = open_kb(location, embedder=embedder)
     built, embedded, started = False, 0, time.perf_counter()
     if not _complete(marker, key, len(dataset.corpus)):
         _check_reusable(kb, marker, key)
@@ -457,7 +463,7 @@ def evaluate_retrieval(
             depth=depth,
             stages=stages,
             index={
-                "folder": str(built.folder),
+                "folder": redact_url(str(built.kb.settings.index)),
                 "built": built.built,
                 "chunks_embedded": built.chunks_embedded,
                 "ingest_seconds": round(built.ingest_seconds, 2),

@@ -11,6 +11,12 @@ joins by passing the same contract suite (tests/index/test_store_contract.py).
   matching 1% of chunks still returns k results.
 * Settings kept in the index itself (an index that is a database URL has no folder for a toml).
 * Access data: API keys (hashes only), a per-index secret, and traces with their owner.
+* Keyword scores for a principal who is not an admin use statistics (row count, average length,
+  document frequencies) over the chunks it may read only: a document it may not read changes
+  nothing it sees, neither scores nor order.
+* ``check()`` finds what a crash, a full disk or a bug could leave inconsistent (the source of
+  truth's integrity; derived keyword and vector indexes against the chunks; spans; orphans) and,
+  with ``repair=True``, rebuilds what is derived.
 """
 
 from __future__ import annotations
@@ -28,6 +34,7 @@ from citeline.trace import Trace, TraceSummary
 
 if TYPE_CHECKING:
     from citeline.retrieval.query import Query
+    from citeline.settings import Settings
 
 Vector = npt.NDArray[np.float32]
 
@@ -58,6 +65,42 @@ class ApiKey:
         return self.revoked_at is None
 
 
+@dataclass(frozen=True)
+class DocumentWrite:
+    """One document to replace whole: its text, chunks, their vectors (by text hash), pages, bytes.
+
+    ``keep_times``: keep ``document.added_at``/``updated_at`` as given (copying an index), instead
+    of the time of the write (and the first version's ``added_at``).
+    """
+
+    document: Document
+    text: str
+    chunks: Sequence[Chunk]
+    vectors: Mapping[str, Vector]
+    page_starts: Sequence[int] = ()
+    original: bytes | None = None
+    keep_times: bool = False
+
+
+@dataclass(frozen=True)
+class Problem:
+    """One inconsistency found by ``Store.check``.
+
+    ``kind``: ``integrity`` (the database itself), ``keyword-index`` / ``vector-index`` (a derived
+    index disagrees with the chunks), ``vectors`` (chunks without a usable vector), ``span`` (a
+    chunk whose span does not resolve in its document's text), ``document`` (a document without
+    chunks), ``orphan`` (rows nothing refers to). ``repaired`` is True once ``check(repair=True)``
+    fixed it.
+    """
+
+    kind: str
+    detail: str
+    repaired: bool = False
+
+    def to_json(self) -> dict[str, Any]:
+        return {"kind": self.kind, "detail": self.detail, "repaired": self.repaired}
+
+
 class Store(Protocol):
     location: str
     read_only: bool
@@ -75,6 +118,21 @@ class Store(Protocol):
 
     def secret(self) -> bytes:
         """A random per-index secret, created on first use (keys are hashed with it)."""
+        ...
+
+    def adopt_secret(self, secret: bytes) -> None:
+        """Take another index's secret (a copied index keeps its API keys valid)."""
+        ...
+
+    def configure(self, settings: Settings) -> None:
+        """Apply the settings that concern the store (SQLite: how long a writer waits for another;
+        PostgreSQL: pool size, scan thresholds)."""
+        ...
+
+    def check(self, repair: bool = False) -> list[Problem]:
+        """Consistency problems (none: an empty list). ``repair`` rebuilds derived indexes from the
+        source of truth and drops orphans; documents that cannot be repaired are removed (their
+        files are re-added by the next ``citeline add``) and reported."""
         ...
 
     # -- documents ------------------------------------------------------------------------------
@@ -108,6 +166,10 @@ class Store(Protocol):
         """Atomically replace a document and all its chunks (readers see old or new, never half)."""
         ...
 
+    def replace_documents(self, writes: Sequence[DocumentWrite]) -> None:
+        """Replace several documents in one transaction (batched ingestion; all or nothing)."""
+        ...
+
     def update_access(self, document_id: str, tags: Mapping[str, str], acl: Iterable[str]) -> None: ...
 
     def remove_document(self, document_id: str) -> None: ...
@@ -127,7 +189,8 @@ class Store(Protocol):
 
     # -- search ---------------------------------------------------------------------------------
     def keyword_search(self, query: Query | str, flt: Filter, k: int) -> list[tuple[str, float]]:
-        """(chunk id, BM25 score: higher is better), best first."""
+        """(chunk id, BM25 score: higher is better), best first. For a principal who is not an
+        admin the statistics come from the chunks it may read only (see the module docstring)."""
         ...
 
     def vector_search(self, vector: Vector, flt: Filter, k: int) -> list[tuple[str, float]]:

@@ -6,11 +6,16 @@ it and can always be rebuilt (`citeline reindex`).
 
 from __future__ import annotations
 
+import contextlib
 import sqlite3
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
+from citeline.errors import CitelineError, DiskFullError, IndexBusyError, ReadOnlyIndexError
+
 SCHEMA_VERSION = 2
+#: the FTS5 tokenizer of chunks_fts (the keyword scorer tokenizes query phrases the same way)
+FTS_TOKENIZER = "porter unicode61 remove_diacritics 2"
 
 _V1 = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -165,16 +170,66 @@ def _v2(conn: sqlite3.Connection) -> None:
 MIGRATIONS: dict[int, str | Callable[[sqlite3.Connection], None]] = {1: _V1, 2: _v2}
 
 
+def storage_error(exc: sqlite3.Error, where: str = "the index") -> CitelineError | None:
+    """The user-facing error for a failed write (busy, read-only, disk full), else None."""
+    message = str(exc).lower()
+    if "locked" in message or "busy" in message:
+        return IndexBusyError(
+            f"{where} is busy: another process is writing to it and did not finish within the lock "
+            "timeout (lock_timeout_s). Nothing was changed by this command's last step; run it again "
+            "when the other writer is done."
+        )
+    if "readonly" in message or "read-only" in message:
+        return ReadOnlyIndexError(
+            f"{where} is read-only here ({exc}): nothing can be written. Open it where its folder and "
+            "files can be written."
+        )
+    if "full" in message or "disk i/o" in message or "ioerr" in message:
+        return DiskFullError(
+            f"Could not write to {where}: the disk is full, a file size limit was reached, or the disk "
+            f"failed (sqlite: {exc}). The last write was rolled back, so nothing is half-written: free "
+            "some space and run the command again."
+        )
+    return None
+
+
 @contextmanager
-def transaction(conn: sqlite3.Connection) -> Iterator[sqlite3.Connection]:
-    """BEGIN IMMEDIATE ... COMMIT, rolled back on any error (the connection is in autocommit mode)."""
-    conn.execute("BEGIN IMMEDIATE")
+def transaction(conn: sqlite3.Connection, where: str = "the index") -> Iterator[sqlite3.Connection]:
+    """BEGIN IMMEDIATE ... COMMIT, rolled back on any error (the connection is in autocommit mode).
+
+    A write that fails because another writer holds the index, the index is read-only or the disk
+    is full raises the matching IndexUnavailableError (exit code 4), after the rollback."""
+    try:
+        conn.execute("BEGIN IMMEDIATE")
+    except sqlite3.OperationalError as exc:
+        raise (storage_error(exc, where) or exc) from exc
     try:
         yield conn
-    except BaseException:
-        conn.execute("ROLLBACK")
+        conn.execute("COMMIT")
+    except BaseException as exc:
+        if conn.in_transaction:
+            with contextlib.suppress(sqlite3.Error):  # SQLite may have rolled back already (I/O error)
+                conn.execute("ROLLBACK")
+        if isinstance(exc, sqlite3.OperationalError):
+            translated = storage_error(exc, where)
+            if translated is not None:
+                raise translated from exc
         raise
-    conn.execute("COMMIT")
+
+
+@contextmanager
+def snapshot(conn: sqlite3.Connection) -> Iterator[sqlite3.Connection]:
+    """Several reads that must agree with each other (counts and the rows they count): one read
+    transaction, so a writer committing in between changes none of them (WAL keeps the snapshot)."""
+    if conn.in_transaction:
+        yield conn
+        return
+    conn.execute("BEGIN")
+    try:
+        yield conn
+    finally:
+        if conn.in_transaction:
+            conn.execute("COMMIT")
 
 
 def migrate(conn: sqlite3.Connection, current: int) -> None:
@@ -194,6 +249,10 @@ def migrate(conn: sqlite3.Connection, current: int) -> None:
 def _migrate_one(conn: sqlite3.Connection, version: int) -> None:
     step = MIGRATIONS[version]
     with transaction(conn):
+        # Another process opening the same new index may have applied this step first.
+        row = conn.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
+        if row is not None and int(row[0]) >= version:
+            return
         if callable(step):
             step(conn)
         else:

@@ -11,46 +11,57 @@ def _like_escape(value: str) -> str:
     return value.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
 
 
-def filter_sql(flt: Filter, doc_column: str) -> tuple[str, list[Any]]:
-    """A SQL condition on ``doc_column`` (a document id) that enforces the filter; ("", []) if none."""
+def filter_sql(
+    flt: Filter, doc_column: str, *, placeholder: str = "?", id_column: str = "id"
+) -> tuple[str, list[Any]]:
+    """A SQL condition on ``doc_column`` (a document id) that enforces the filter; ("", []) if none.
+
+    ``placeholder`` is the driver's parameter marker (sqlite3: ?, psycopg: %s) and ``id_column``
+    the name of the documents table's id column (the same SQL serves both stores).
+    """
     if flt.is_empty:
         return "", []
+    p = placeholder
     conds: list[str] = []
     params: list[Any] = []
     if flt.source_prefix is not None:
-        conds.append("d.source LIKE ? ESCAPE '\\'")
+        conds.append(f"d.source LIKE {p} ESCAPE '\\'")
         params.append(_like_escape(flt.source_prefix) + "%")
     if flt.formats:
-        conds.append(f"d.format IN ({','.join('?' * len(flt.formats))})")
+        conds.append(f"d.format IN ({','.join((p,) * len(flt.formats))})")
         params.extend(flt.formats)
     if flt.modified_after is not None:
-        conds.append("d.mtime >= ?")
+        conds.append(f"d.mtime >= {p}")
         params.append(flt.modified_after)
     if flt.modified_before is not None:
-        conds.append("d.mtime < ?")
+        conds.append(f"d.mtime < {p}")
         params.append(flt.modified_before)
     for key, value in sorted(flt.tags.items()):
         conds.append(
-            "EXISTS (SELECT 1 FROM doc_tags t WHERE t.document_id = d.id AND t.key = ? AND t.value = ?)"
+            f"EXISTS (SELECT 1 FROM doc_tags t WHERE t.document_id = d.{id_column} AND t.key = {p} AND t.value = {p})"
         )
         params.extend([key, value])
     if flt.documents:
-        conds.append(f"d.id IN ({','.join('?' * len(flt.documents))})")
+        conds.append(f"d.{id_column} IN ({','.join((p,) * len(flt.documents))})")
         params.extend(flt.documents)
     if flt.collections:
-        conds.append(f"d.collection IN ({','.join('?' * len(flt.collections))})")
+        conds.append(f"d.collection IN ({','.join((p,) * len(flt.collections))})")
         params.extend(flt.collections)
     if not flt.principal.admin:
         keys = flt.principal.acl_keys()
         # Anonymous principals see documents marked public only; signed-in ones also see
         # documents without an ACL.
         signed_in = flt.principal != Principal.anonymous()
-        acl = "NOT EXISTS (SELECT 1 FROM doc_acl a WHERE a.document_id = d.id) OR " if signed_in else ""
+        acl = (
+            f"NOT EXISTS (SELECT 1 FROM doc_acl a WHERE a.document_id = d.{id_column}) OR "
+            if signed_in
+            else ""
+        )
         acl += (
-            "EXISTS (SELECT 1 FROM doc_acl a WHERE a.document_id = d.id AND a.entry IN "
-            f"({','.join('?' * len(keys))}))"
+            f"EXISTS (SELECT 1 FROM doc_acl a WHERE a.document_id = d.{id_column} AND a.entry IN "
+            f"({','.join((p,) * len(keys))}))"
         )
         params.extend(keys)
         conds.append(f"({acl})")
-    where = " AND ".join(conds) or "1"
-    return f"{doc_column} IN (SELECT d.id FROM documents d WHERE {where})", params
+    where = " AND ".join(conds) or "1 = 1"
+    return f"{doc_column} IN (SELECT d.{id_column} FROM documents d WHERE {where})", params

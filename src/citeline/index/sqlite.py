@@ -18,9 +18,9 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from citeline.errors import CitelineError, EmbedderMismatchError, NotAnIndexError, SchemaTooNewError
-from citeline.index.base import EmbedderInfo, Vector
+from citeline.index.base import DocumentWrite, EmbedderInfo, Problem, Vector
 from citeline.index.dense import DenseMatrix
-from citeline.index.schema import SCHEMA_VERSION, migrate, transaction
+from citeline.index.schema import SCHEMA_VERSION, migrate, storage_error, transaction
 from citeline.index.sql_filter import filter_sql
 from citeline.index.sqlite_search import SqliteSearch
 from citeline.models import Chunk, Document
@@ -28,6 +28,7 @@ from citeline.retrieval.filters import Filter
 
 if TYPE_CHECKING:
     from citeline.registry import BuildContext
+    from citeline.settings import Settings
 
 DB_NAME = "citeline.db"
 
@@ -47,24 +48,60 @@ class SqliteStore(SqliteSearch):
         self._check_folder(create and not read_only)
         writable = os.access(folder, os.W_OK) and (not self.path.exists() or os.access(self.path, os.W_OK))
         self.read_only = read_only or not writable
-        try:
-            if self.read_only:
-                uri = f"file:{self.path}?mode=ro"
-                self.conn = sqlite3.connect(uri, uri=True, isolation_level=None, check_same_thread=False)
-            else:
-                self.conn = sqlite3.connect(
-                    str(self.path), isolation_level=None, check_same_thread=False, timeout=30.0
-                )
-                self.conn.execute("PRAGMA journal_mode=WAL")
-                self.conn.execute("PRAGMA synchronous=NORMAL")
-            self.conn.execute("PRAGMA foreign_keys=ON")
-            self.conn.execute("PRAGMA busy_timeout=30000")
-            self._open_schema()
-        except sqlite3.DatabaseError as exc:
-            raise NotAnIndexError(str(folder), f"{DB_NAME} is not a readable SQLite database: {exc}") from exc
         self._lock = threading.RLock()
+        self._init_connections()
+        try:
+            self._open_schema()
+        except sqlite3.OperationalError as exc:
+            self.close()
+            translated = storage_error(exc, f"the index at {folder}")
+            if translated is not None:
+                raise translated from exc
+            raise NotAnIndexError(str(folder), f"{DB_NAME} is not a readable SQLite database: {exc}") from exc
+        except sqlite3.DatabaseError as exc:
+            self.close()
+            raise NotAnIndexError(str(folder), f"{DB_NAME} is not a readable SQLite database: {exc}") from exc
+        except BaseException:
+            self.close()
+            raise
         self._dense: DenseMatrix | None = None
         self._dense_generation = -1
+
+    _immutable = False
+
+    def _connect_read_only(self) -> sqlite3.Connection:
+        """A read-only connection. On a read-only file system (or a folder this user may not write)
+        SQLite cannot create the WAL index (-shm) it needs to read a WAL database; when nobody
+        is writing the index (no -shm there), it is opened as immutable instead."""
+        if not self._immutable:
+            conn = sqlite3.connect(
+                f"file:{self.path}?mode=ro", uri=True, isolation_level=None, check_same_thread=False
+            )
+            try:
+                conn.execute("SELECT 1 FROM sqlite_master LIMIT 1").fetchall()
+                return conn
+            except sqlite3.OperationalError:
+                conn.close()
+                if self.path.with_name(DB_NAME + "-shm").exists():
+                    raise
+                self._immutable = True
+        return sqlite3.connect(
+            f"file:{self.path}?mode=ro&immutable=1", uri=True, isolation_level=None, check_same_thread=False
+        )
+
+    def _connect(self) -> sqlite3.Connection:
+        """A new connection with the index's pragmas (one per thread: see SqliteRecords.conn)."""
+        if self.read_only:
+            conn = self._connect_read_only()
+        else:
+            conn = sqlite3.connect(
+                str(self.path), isolation_level=None, check_same_thread=False, timeout=30.0
+            )
+            conn.execute("PRAGMA journal_mode=WAL")
+            conn.execute("PRAGMA synchronous=NORMAL")
+        conn.execute("PRAGMA foreign_keys=ON")
+        conn.execute(f"PRAGMA busy_timeout={self._busy_ms}")
+        return conn
 
     # -- opening -----------------------------------------------------------------------------
 
@@ -73,7 +110,9 @@ class SqliteStore(SqliteSearch):
             raise NotAnIndexError(str(self.folder), "it is a file, not a folder")
         if self.path.exists():
             return
-        if self.folder.exists() and any(p.name not in ("citeline.toml",) for p in self.folder.iterdir()):
+        # another process may be creating this index right now: its database files do not count
+        ours = ("citeline.toml", DB_NAME, ".citeline-toml-")
+        if self.folder.exists() and any(not p.name.startswith(ours) for p in self.folder.iterdir()):
             raise NotAnIndexError(str(self.folder), f"the folder has files but no {DB_NAME}")
         if not create:
             raise NotAnIndexError(str(self.folder), "no index here yet; `citeline add` creates one")
@@ -86,7 +125,8 @@ class SqliteStore(SqliteSearch):
                 raise NotAnIndexError(str(self.folder), f"{DB_NAME} holds other tables")
             if self.read_only:
                 raise NotAnIndexError(str(self.folder), "empty database on a read-only folder")
-            self.conn.execute("CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)")
+            # IF NOT EXISTS: two processes may create the same new index at once
+            self.conn.execute("CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)")
             current = 0
         else:
             current = int(self.meta("schema_version") or 0)
@@ -98,7 +138,16 @@ class SqliteStore(SqliteSearch):
             migrate(self.conn, current)
 
     def close(self) -> None:
-        self.conn.close()
+        self._close_connections()
+
+    def configure(self, settings: Settings) -> None:
+        """How long a write waits for another writer's transaction (lock_timeout_s)."""
+        self._set_busy_timeout(round(settings.lock_timeout_s * 1000))
+
+    def check(self, repair: bool = False) -> list[Problem]:
+        from citeline.index.sqlite_check import check_store
+
+        return check_store(self, repair)
 
     # -- meta --------------------------------------------------------------------------------
 
@@ -213,87 +262,96 @@ class SqliteStore(SqliteSearch):
         page_starts: Sequence[int] = (),
         original: bytes | None = None,
     ) -> None:
+        self.replace_documents([DocumentWrite(document, text, chunks, vectors, page_starts, original)])
+
+    def replace_documents(self, writes: Sequence[DocumentWrite]) -> None:
         name = self.meta("embedder")
         if name is None:
             raise CitelineError("Bind an embedder to the index before adding documents.")
-        now = time.time()
         with self._lock, transaction(self.conn):
-            old = self.conn.execute(
-                "SELECT added_at FROM documents WHERE id = ? OR (collection = ? AND source = ?)",
-                (document.id, document.collection, document.source),
-            ).fetchone()
-            old_hashes = self._remove(document.id, document.collection, document.source)
-            if original is not None:
-                self.conn.execute(
-                    "INSERT INTO blobs (content_hash, data) VALUES (?, ?) ON CONFLICT DO NOTHING",
-                    (document.content_hash, original),
-                )
-            self.conn.execute(
-                "INSERT INTO documents (id, collection, source, title, format, content_hash, size, mtime, "
-                "page_count, metadata, text, page_starts, added_at, updated_at) "
-                "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
-                (
-                    document.id,
-                    document.collection,
-                    document.source,
-                    document.title,
-                    document.format,
-                    document.content_hash,
-                    document.size,
-                    document.mtime,
-                    document.page_count,
-                    json.dumps(document.metadata),
-                    text,
-                    json.dumps(list(page_starts)),
-                    old[0] if old else now,
-                    now,
-                ),
-            )
-            self.conn.executemany(
-                "INSERT INTO doc_tags (document_id, key, value) VALUES (?, ?, ?)",
-                [(document.id, k, v) for k, v in document.tags.items()],
-            )
-            self.conn.executemany(
-                "INSERT INTO doc_acl (document_id, entry) VALUES (?, ?)",
-                [(document.id, e) for e in set(document.acl)],
-            )
-            self.conn.executemany(
-                "INSERT INTO embeddings (text_hash, embedder, vector) VALUES (?, ?, ?) "
-                "ON CONFLICT(text_hash, embedder) DO NOTHING",
-                [(h, name, np.asarray(v, dtype=np.float32).tobytes()) for h, v in vectors.items()],
-            )
-            self.conn.executemany(
-                'INSERT INTO chunks (id, document_id, ordinal, start, "end", page, page_end, heading, kind, '
-                "index_text, text_hash, token_count) VALUES (?,?,?,?,?,?,?,?,?,?,?,?)",
-                [
-                    (
-                        c.id,
-                        document.id,
-                        c.ordinal,
-                        c.start,
-                        c.end,
-                        c.page,
-                        c.page_end,
-                        json.dumps(list(c.heading_trail)),
-                        c.kind,
-                        c.index_text,
-                        text_hash(c.index_text),
-                        c.token_count,
-                    )
-                    for c in chunks
-                ],
-            )
-            missing = self.conn.execute(
-                "SELECT COUNT(*) FROM chunks c WHERE c.document_id = ? AND NOT EXISTS "
-                "(SELECT 1 FROM embeddings e WHERE e.text_hash = c.text_hash AND e.embedder = ?)",
-                (document.id, name),
-            ).fetchone()[0]
-            if missing:
-                raise CitelineError(
-                    f"{document.source}: {missing} chunks have no vector; nothing was changed."
-                )
-            self._gc_embeddings(old_hashes)
+            for write in writes:
+                self._replace(name, write)
             self._bump_generation()
+
+    def _replace(self, name: str, write: DocumentWrite) -> None:
+        document, chunks, vectors = write.document, write.chunks, write.vectors
+        now = time.time()
+        old = self.conn.execute(
+            "SELECT added_at FROM documents WHERE id = ? OR (collection = ? AND source = ?)",
+            (document.id, document.collection, document.source),
+        ).fetchone()
+        added_at, updated_at = (old[0] if old else now), now
+        if write.keep_times:
+            added_at, updated_at = document.added_at, document.updated_at
+        old_hashes = self._remove(document.id, document.collection, document.source)
+        if write.original is not None:
+            self.conn.execute(
+                "INSERT INTO blobs (content_hash, data) VALUES (?, ?) ON CONFLICT DO NOTHING",
+                (document.content_hash, write.original),
+            )
+        self.conn.execute(
+            "INSERT INTO documents (id, collection, source, title, format, content_hash, size, mtime, "
+            "page_count, metadata, text, page_starts, added_at, updated_at) "
+            "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+            (
+                document.id,
+                document.collection,
+                document.source,
+                document.title,
+                document.format,
+                document.content_hash,
+                document.size,
+                document.mtime,
+                document.page_count,
+                json.dumps(document.metadata),
+                write.text,
+                json.dumps(list(write.page_starts)),
+                added_at,
+                updated_at,
+            ),
+        )
+        self.conn.executemany(
+            "INSERT INTO doc_tags (document_id, key, value) VALUES (?, ?, ?)",
+            [(document.id, k, v) for k, v in document.tags.items()],
+        )
+        self.conn.executemany(
+            "INSERT INTO doc_acl (document_id, entry) VALUES (?, ?)",
+            [(document.id, e) for e in set(document.acl)],
+        )
+        self.conn.executemany(
+            "INSERT INTO embeddings (text_hash, embedder, vector) VALUES (?, ?, ?) "
+            "ON CONFLICT(text_hash, embedder) DO NOTHING",
+            [(h, name, np.asarray(v, dtype=np.float32).tobytes()) for h, v in vectors.items()],
+        )
+        self.conn.executemany(
+            'INSERT INTO chunks (id, document_id, ordinal, start, "end", page, page_end, heading, kind, '
+            "index_text, text_hash, token_count) VALUES (?,?,?,?,?,?,?,?,?,?,?,?)",
+            [
+                (
+                    c.id,
+                    document.id,
+                    c.ordinal,
+                    c.start,
+                    c.end,
+                    c.page,
+                    c.page_end,
+                    json.dumps(list(c.heading_trail)),
+                    c.kind,
+                    c.index_text,
+                    text_hash(c.index_text),
+                    c.token_count,
+                )
+                for c in chunks
+            ],
+        )
+        missing = self.conn.execute(
+            "SELECT COUNT(*) FROM chunks c WHERE c.document_id = ? AND NOT EXISTS "
+            "(SELECT 1 FROM embeddings e WHERE e.text_hash = c.text_hash AND e.embedder = ?)",
+            (document.id, name),
+        ).fetchone()[0]
+        if missing:
+            raise CitelineError(f"{document.source}: {missing} chunks have no vector; nothing was changed.")
+        self._gc_embeddings(old_hashes)
 
     def _remove(
         self, document_id: str, collection: str | None = None, source: str | None = None

@@ -1,6 +1,14 @@
-"""The embedded store's records besides documents: settings, the per-index secret, API keys, traces.
+"""The embedded store's connections and records besides documents: settings, the per-index secret,
+API keys, traces.
 
 A mixin of SqliteStore (index/sqlite.py); every write is one transaction.
+
+Connections: one per thread (``conn``). A store is shared by threads (the server answers on
+several); one SQLite connection shared by them would mix one thread's transaction with another's
+statements (a trace written while another thread reads fails with "database table is locked" or
+worse). With a connection each, WAL gives every reader its own consistent snapshot, and writers
+wait for each other (busy timeout). Connections of threads that ended are closed when the next
+one is opened, and all of them by ``close()``.
 """
 
 from __future__ import annotations
@@ -10,6 +18,7 @@ import secrets
 import sqlite3
 import threading
 import time
+import weakref
 from collections.abc import Iterable, Mapping
 from typing import Any
 
@@ -35,8 +44,49 @@ def _api_key(row: tuple[Any, ...]) -> ApiKey:
 
 
 class SqliteRecords:
-    conn: sqlite3.Connection
     _lock: threading.RLock
+
+    def _connect(self) -> sqlite3.Connection:
+        raise NotImplementedError
+
+    def _init_connections(self) -> None:
+        self._local = threading.local()
+        self._conns: dict[int, tuple[weakref.ref[threading.Thread], sqlite3.Connection]] = {}
+        self._conns_lock = threading.Lock()
+        self._busy_ms = 30000
+        self._closed = False
+
+    @property
+    def conn(self) -> sqlite3.Connection:
+        """This thread's connection to the index (opened on first use)."""
+        conn: sqlite3.Connection | None = getattr(self._local, "conn", None)
+        if conn is not None:
+            return conn
+        with self._conns_lock:
+            if self._closed:
+                raise sqlite3.ProgrammingError("Cannot operate on a closed database.")
+            for ident, (thread, other) in list(self._conns.items()):
+                alive = thread()
+                if alive is None or not alive.is_alive():
+                    other.close()
+                    del self._conns[ident]
+            conn = self._connect()
+            self._conns[threading.get_ident()] = (weakref.ref(threading.current_thread()), conn)
+        self._local.conn = conn
+        return conn
+
+    def _set_busy_timeout(self, ms: int) -> None:
+        with self._conns_lock:
+            self._busy_ms = ms
+            for _thread, conn in self._conns.values():
+                conn.execute(f"PRAGMA busy_timeout={ms}")
+
+    def _close_connections(self) -> None:
+        with self._conns_lock:
+            self._closed = True
+            for _thread, conn in self._conns.values():
+                conn.close()
+            self._conns.clear()
 
     def meta(self, key: str) -> str | None:
         row = self.conn.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
@@ -73,6 +123,10 @@ class SqliteRecords:
                     value = secrets.token_hex(32)
                     self._set_meta("secret", value)
         return bytes.fromhex(value)
+
+    def adopt_secret(self, secret: bytes) -> None:
+        with self._lock, transaction(self.conn):
+            self._set_meta("secret", secret.hex())
 
     # -- API keys -------------------------------------------------------------------------------
 

@@ -2,22 +2,95 @@
 
 A mixin of SqliteStore (index/sqlite.py). The matrix is derived from the vectors in SQLite and
 rebuilt when the index's generation counter moves (any write bumps it).
+
+BM25 for a principal who is not an admin is computed over the chunks it may read only (its
+"slice"): FTS5's own ``bm25()`` takes the number of rows, the average length and each term's
+document frequency from the whole table, so a document the principal may not read would change
+the scores and the order of what it does see (and tell it, by probing, which words that document
+holds). The slice scorer uses FTS5's formula and FTS5's own tokens and lengths (the ``fts5vocab``
+instance table and the ``docsize`` table): over a slice that is the whole index it gives the same
+scores as ``bm25()``.
 """
 
 from __future__ import annotations
 
 import math
+import sqlite3
+import threading
+from collections import Counter, defaultdict
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 import numpy as np
+import numpy.typing as npt
 
 from citeline.index.base import Vector
 from citeline.index.dense import DenseMatrix
+from citeline.index.schema import FTS_TOKENIZER, snapshot
 from citeline.index.sql_filter import filter_sql
 from citeline.index.sqlite_records import SqliteRecords
-from citeline.retrieval.bm25 import fts_match_expression
+from citeline.retrieval.bm25 import fts_match_expression, fts_quote, keyword_phrases
 from citeline.retrieval.filters import Filter
+
+#: FTS5's bm25() constants
+BM25_K1, BM25_B = 1.2, 0.75
+_VOCAB = "temp.citeline_fts_instances"
+
+
+def _varint(blob: bytes) -> int:
+    """The first SQLite varint of ``blob`` (an FTS5 docsize record: the row's token count)."""
+    value = 0
+    for i, byte in enumerate(blob[:9]):
+        if i == 8:
+            return (value << 8) | byte
+        value = (value << 7) | (byte & 0x7F)
+        if not byte & 0x80:
+            break
+    return value
+
+
+def _locate(
+    known: npt.NDArray[np.int64], rowids: npt.NDArray[np.int64]
+) -> tuple[npt.NDArray[np.intp], npt.NDArray[np.bool_]]:
+    """Where each rowid is in the sorted array ``known``, and whether it is there at all."""
+    if len(known) == 0:
+        return np.zeros(len(rowids), dtype=np.intp), np.zeros(len(rowids), dtype=bool)
+    at = np.searchsorted(known, rowids)
+    clipped = np.minimum(at, len(known) - 1)
+    return clipped, known[clipped] == rowids
+
+
+class PhraseTokenizer:
+    """Splits a query phrase into the tokens FTS5 indexes (same tokenizer, in memory)."""
+
+    def __init__(self) -> None:
+        self._conn = sqlite3.connect(":memory:", isolation_level=None, check_same_thread=False)
+        self._conn.execute(f"CREATE VIRTUAL TABLE t USING fts5(x, tokenize='{FTS_TOKENIZER}')")
+        self._conn.execute("CREATE VIRTUAL TABLE v USING fts5vocab(t, instance)")
+        self._lock = threading.Lock()
+        self._cache: dict[str, tuple[str, ...]] = {}
+
+    def tokens(self, phrase: str) -> tuple[str, ...]:
+        with self._lock:
+            if phrase not in self._cache:
+                self._conn.execute("DELETE FROM t")
+                self._conn.execute("INSERT INTO t (x) VALUES (?)", (phrase,))
+                rows = self._conn.execute("SELECT term FROM v ORDER BY offset").fetchall()
+                if len(self._cache) > 4096:
+                    self._cache.clear()
+                self._cache[phrase] = tuple(r[0] for r in rows)
+            return self._cache[phrase]
+
+
+_TOKENIZER: PhraseTokenizer | None = None
+
+
+def phrase_tokens(phrase: str) -> tuple[str, ...]:
+    global _TOKENIZER
+    if _TOKENIZER is None:
+        _TOKENIZER = PhraseTokenizer()
+    return _TOKENIZER.tokens(phrase)
+
 
 if TYPE_CHECKING:
     from citeline.retrieval.query import Query
@@ -26,6 +99,8 @@ if TYPE_CHECKING:
 class SqliteSearch(SqliteRecords):
     _dense: DenseMatrix | None
     _dense_generation: int
+    #: (generation, rowids sorted, FTS token count of each): the lengths BM25 needs
+    _lengths: tuple[int, npt.NDArray[np.int64], npt.NDArray[np.float64]] | None = None
 
     def _dense_matrix(self) -> DenseMatrix:
         generation = int(self.meta("generation") or 0)
@@ -59,12 +134,119 @@ class SqliteSearch(SqliteRecords):
         expression = fts_match_expression(query)
         if expression is None or k <= 0:
             return []
+        if not flt.principal.admin:
+            with snapshot(self.conn):
+                return self._slice_bm25(keyword_phrases(query), expression, flt, k)
         cond, params = filter_sql(flt, "c.document_id")
         sql = (
             "SELECT c.id, -bm25(chunks_fts) AS score FROM chunks_fts JOIN chunks c ON c.rowid = chunks_fts.rowid "
             f"WHERE chunks_fts MATCH ? {'AND ' + cond if cond else ''} ORDER BY bm25(chunks_fts), c.rowid LIMIT ?"
         )
         return [(r[0], float(r[1])) for r in self.conn.execute(sql, [expression, *params, k])]
+
+    # -- BM25 over the slice a principal may read ---------------------------------------------
+
+    def _token_lengths(self, generation: int) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.float64]]:
+        with self._lock:
+            if self._lengths is None or self._lengths[0] != generation:
+                rows = self.conn.execute("SELECT id, sz FROM chunks_fts_docsize ORDER BY id").fetchall()
+                rowids = np.fromiter((r[0] for r in rows), dtype=np.int64, count=len(rows))
+                lengths = np.fromiter((_varint(r[1]) for r in rows), dtype=np.float64, count=len(rows))
+                self._lengths = (generation, rowids, lengths)
+            return self._lengths[1], self._lengths[2]
+
+    def _lengths_of(self, rowids: npt.NDArray[np.int64], generation: int) -> npt.NDArray[np.float64]:
+        """The FTS token count of each row (0 for a row FTS5 does not hold)."""
+        known, lengths = self._token_lengths(generation)
+        at, found = _locate(known, rowids)
+        if not found.all():  # written by another connection since the lengths were read
+            known, lengths = self._token_lengths(-1)
+            at, found = _locate(known, rowids)
+        out = np.zeros(len(rowids), dtype=np.float64)
+        out[found] = lengths[at[found]]
+        return out
+
+    def _instances(self, token: str) -> list[tuple[int, int]]:
+        """(rowid, token offset) of every occurrence of an indexed token."""
+        if not getattr(self._local, "vocab", False):  # a temp table: one per connection
+            self.conn.execute(
+                f"CREATE VIRTUAL TABLE IF NOT EXISTS {_VOCAB} USING fts5vocab(main, chunks_fts, instance)"
+            )
+            self._local.vocab = True
+        return [
+            (int(r[0]), int(r[1]))
+            for r in self.conn.execute(f"SELECT doc, offset FROM {_VOCAB} WHERE term = ?", (token,))
+        ]
+
+    def _phrase_counts(self, tokens: tuple[str, ...], wanted: set[int]) -> Counter[int]:
+        """How often the phrase occurs in each wanted row (FTS5 counts every start position)."""
+        first = [(doc, off) for doc, off in self._instances(tokens[0]) if doc in wanted]
+        if len(tokens) == 1:
+            return Counter(doc for doc, _ in first)
+        docs = {doc for doc, _ in first}
+        later: list[dict[int, set[int]]] = []
+        for token in tokens[1:]:
+            positions: dict[int, set[int]] = defaultdict(set)
+            for doc, off in self._instances(token):
+                if doc in docs:
+                    positions[doc].add(off)
+            later.append(positions)
+            docs &= set(positions)
+        return Counter(
+            doc
+            for doc, off in first
+            if doc in docs and all(off + j in later[j - 1][doc] for j in range(1, len(tokens)))
+        )
+
+    def _slice_bm25(
+        self, phrases: Sequence[str], expression: str, flt: Filter, k: int
+    ) -> list[tuple[str, float]]:
+        """FTS5's BM25 with every statistic (rows, average length, document frequencies) taken
+        over the chunks ``flt.principal`` may read; ranked within ``flt``."""
+        generation = int(self.meta("generation") or 0)
+        acl_cond, acl_params = filter_sql(Filter(principal=flt.principal), "c.document_id")
+        slice_rowids = np.fromiter(
+            (r[0] for r in self.conn.execute(f"SELECT c.rowid FROM chunks c WHERE {acl_cond}", acl_params)),
+            dtype=np.int64,
+        )
+        n = len(slice_rowids)
+        if n == 0:
+            return []
+        avgdl = max(float(self._lengths_of(np.sort(slice_rowids), generation).sum()) / n, 1e-9)
+        cond, params = filter_sql(flt, "c.document_id")
+        candidates = [
+            int(r[0])
+            for r in self.conn.execute(
+                "SELECT c.rowid FROM chunks_fts JOIN chunks c ON c.rowid = chunks_fts.rowid "
+                f"WHERE chunks_fts MATCH ? AND {cond}",
+                [expression, *params],
+            )
+        ]
+        if not candidates:
+            return []
+        position = {rowid: i for i, rowid in enumerate(candidates)}
+        wanted = set(candidates)
+        dl = self._lengths_of(np.asarray(candidates, dtype=np.int64), generation)
+        norm = BM25_K1 * (1.0 - BM25_B + BM25_B * dl / avgdl)
+        scores = np.zeros(len(candidates), dtype=np.float64)
+        for phrase in phrases:
+            tokens = phrase_tokens(phrase)
+            if not tokens:
+                continue
+            hits = int(
+                self.conn.execute(
+                    "SELECT COUNT(*) FROM chunks_fts JOIN chunks c ON c.rowid = chunks_fts.rowid "
+                    f"WHERE chunks_fts MATCH ? AND {acl_cond}",
+                    [fts_quote(phrase), *acl_params],
+                ).fetchone()[0]
+            )
+            idf = math.log((n - min(hits, n) + 0.5) / (hits + 0.5))
+            idf = idf if idf > 0.0 else 1e-6  # as FTS5 does for terms in most rows
+            for rowid, freq in self._phrase_counts(tokens, wanted).items():
+                i = position[rowid]
+                scores[i] += idf * (freq * (BM25_K1 + 1.0)) / (freq + norm[i])
+        order = sorted(range(len(candidates)), key=lambda i: (-scores[i], candidates[i]))[:k]
+        return self._ids_for_rowids([(candidates[i], float(scores[i])) for i in order])
 
     def vector_search(self, vector: Vector, flt: Filter, k: int) -> list[tuple[str, float]]:
         dense = self._dense_matrix()
@@ -83,6 +265,10 @@ class SqliteSearch(SqliteRecords):
         Counted over the chunks ``flt`` lets through only, so documents a principal may not read
         do not change the weights (and so the relevance scores and refusals) that it sees.
         """
+        with snapshot(self.conn):
+            return self._term_weights(terms, flt)
+
+    def _term_weights(self, terms: Sequence[str], flt: Filter) -> dict[str, float]:
         n = self.count_chunks(flt)
         cond, params = filter_sql(flt, "c.document_id")
         weights: dict[str, float] = {}

@@ -25,6 +25,7 @@ from citeline.ingest import pdf_tables
 from citeline.ingest.base import BaseParser
 from citeline.ingest.pdf_layout import Line, PageLines, norm, reading_order, strip_running
 from citeline.ingest.pdf_positions import PDFIUM_LOCK, WordPosition, word_positions
+from citeline.ingest.pdf_streams import check_streams
 from citeline.ingest.pdf_tables import CELL_GAP
 from citeline.models import Block, BlockKind, ParsedDocument
 
@@ -61,6 +62,7 @@ class PdfParser(BaseParser):
     def _parse(self, data: bytes, path: Path) -> ParsedDocument:
         if b"%PDF" not in data[:1024]:
             raise ParseError(str(path), "not a PDF file (no %PDF header)")
+        check_streams(data, str(path))  # before PDFium inflates anything
         try:
             pdf = pdfium.PdfDocument(data)
         except pdfium.PdfiumError:

@@ -1,9 +1,16 @@
-"""Incremental ingestion: hash, skip unchanged, parse, chunk, embed what is new, replace atomically."""
+"""Incremental ingestion: hash, skip unchanged, parse, chunk, embed what is new, replace atomically.
+
+Files as users keep them: only regular files are read (a named pipe, socket or device inside a
+folder is skipped with the reason and never opened, so it cannot block ingestion), unreadable
+folders are reported, and adding a folder again reconciles it: documents whose files are gone are
+removed (see :meth:`Ingestor.add` for the safety rules).
+"""
 
 from __future__ import annotations
 
 import hashlib
 import os
+import stat as stat_module
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
@@ -14,13 +21,21 @@ import numpy as np
 
 from citeline.chunking import Chunker, ChunkingOptions, UnstructuredMode
 from citeline.embedding.base import Embedder
-from citeline.errors import CitelineError, ParseError
+from citeline.errors import (
+    CitelineError,
+    IndexUnavailableError,
+    ParseError,
+    ReadOnlyIndexError,
+)
 from citeline.index.base import Store
 from citeline.index.sqlite import text_hash
 from citeline.ingest.registry import parser_for, supported_extensions
 from citeline.models import DEFAULT_COLLECTION, Chunk, Document, document_id_for
-from citeline.retrieval.filters import Filter
+from citeline.retrieval.filters import Filter, Principal
 from citeline.settings import Settings
+
+#: collections of documents uploaded through the server: never reconciled against a folder
+UPLOAD_COLLECTION_PREFIX = "uploads/"
 
 # Bump when parsing or chunking changes what a file turns into, so unchanged files are redone.
 PIPELINE_VERSION = "4"  # 2: PDF tables; 3: HTML tables: header row only under <th>; 4: manual pages in <pre>
@@ -34,7 +49,18 @@ class IngestReport:
     updated: list[str] = field(default_factory=list)
     unchanged: list[str] = field(default_factory=list)
     failed: list[tuple[str, str]] = field(default_factory=list)
+    #: documents removed: their files are gone from a folder added again (or `citeline remove`)
     removed: list[str] = field(default_factory=list)
+    #: entries of a folder that are not regular files (pipes, sockets, devices): never opened
+    skipped: list[tuple[str, str]] = field(default_factory=list)
+    #: documents whose files are gone but that were kept (--keep-missing, or more than half: --prune)
+    missing: list[str] = field(default_factory=list)
+    #: paths given that do not exist (a usage error: exit code 2)
+    not_found: list[str] = field(default_factory=list)
+    #: why something was not done (kept documents, an empty or unreadable folder)
+    notes: list[str] = field(default_factory=list)
+    #: True when documents whose files are gone were kept only because removing them needs --prune
+    prune_needed: bool = False
     chunks_embedded: int = 0
     chunks_written: int = 0
 
@@ -45,6 +71,10 @@ class IngestReport:
         )
         if self.removed:
             line += f", {len(self.removed)} removed"
+        if self.skipped:
+            line += f", {len(self.skipped)} skipped"
+        if self.missing:
+            line += f", {len(self.missing)} missing (kept)"
         return line
 
     def to_json(self) -> dict[str, object]:
@@ -54,6 +84,9 @@ class IngestReport:
             "unchanged": self.unchanged,
             "failed": [{"source": s, "reason": r} for s, r in self.failed],
             "removed": self.removed,
+            "skipped": [{"source": s, "reason": r} for s, r in self.skipped],
+            "missing": self.missing,
+            "notes": self.notes,
             "chunks_embedded": self.chunks_embedded,
             "chunks_written": self.chunks_written,
         }
@@ -68,24 +101,203 @@ def source_for(path: Path, root: Path) -> str:
     return Path(relative).as_posix()
 
 
-def iter_files(paths: Iterable[str], report: IngestReport) -> Iterator[tuple[str, Path]]:
-    """(source as the user named it, path) for each file; folders are walked recursively."""
+_KINDS = (
+    (stat_module.S_ISFIFO, "a named pipe (FIFO)"),
+    (stat_module.S_ISSOCK, "a socket"),
+    (stat_module.S_ISCHR, "a character device"),
+    (stat_module.S_ISBLK, "a block device"),
+    (stat_module.S_ISDIR, "a folder"),
+)
+
+
+def not_regular(path: str | os.PathLike[str]) -> str | None:
+    """None for a regular file (or a symbolic link to one), else what it is instead. Never opens it."""
+    try:
+        mode = os.stat(path).st_mode
+    except FileNotFoundError:
+        return "a broken symbolic link" if os.path.islink(path) else "gone (removed while reading)"
+    except OSError as exc:
+        return f"not readable ({exc.strerror or exc})"
+    if stat_module.S_ISREG(mode):
+        return None
+    return next((what for test, what in _KINDS if test(mode)), "not a regular file")
+
+
+def read_regular(path: Path, source: str, limit: int) -> tuple[bytes, float]:
+    """(bytes, mtime) of a regular file of at most ``limit`` bytes. Opened without blocking and
+    checked again once open, so a file swapped for a pipe in between cannot hang the reader."""
+    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0))
+    with os.fdopen(fd, "rb") as f:
+        info = os.fstat(f.fileno())
+        if not stat_module.S_ISREG(info.st_mode):
+            raise ParseError(source, "not a regular file (it changed while being read); only files are read")
+        if info.st_size > limit:
+            raise _too_big(source, info.st_size, limit)
+        data = f.read(limit + 1)
+    if len(data) > limit:
+        raise _too_big(source, len(data), limit)
+    return data, info.st_mtime
+
+
+def _too_big(source: str, size: int, limit: int) -> ParseError:
+    return ParseError(
+        source,
+        f"file is {size / 1048576:.1f} MB, above the {limit / 1048576:g} MB limit "
+        "(raise it with CITELINE_MAX_FILE_MB or max_file_mb in citeline.toml)",
+    )
+
+
+@dataclass
+class FolderWalk:
+    """What one walk of a folder found, for reconciling the folder's documents afterwards."""
+
+    folder: str  # absolute
+    #: absolute paths of every entry with a supported extension, read or not
+    seen: set[str] = field(default_factory=set)
+    #: absolute paths of folders that could not be listed (their documents are never removed)
+    unreadable: list[str] = field(default_factory=list)
+
+
+def walk_folder(folder: Path, report: IngestReport, walk: FolderWalk) -> Iterator[tuple[str, Path]]:
+    """(source as found, path) of each regular file with a supported extension under ``folder``;
+    hidden files and folders are left out, other kinds of files are reported as skipped."""
     exts = set(supported_extensions())
+
+    def unreadable(exc: OSError) -> None:
+        where = exc.filename if exc.filename is not None else str(folder)
+        walk.unreadable.append(os.path.abspath(where))
+        report.failed.append((str(where), f"folder not readable ({exc.strerror or exc})"))
+
+    for root, dirs, files in os.walk(folder, onerror=unreadable):
+        dirs[:] = sorted(d for d in dirs if not d.startswith("."))
+        for name in sorted(files):
+            child = Path(root) / name
+            if name.startswith(".") or child.suffix.lower() not in exts:
+                continue
+            walk.seen.add(os.path.abspath(child))
+            what = not_regular(child)
+            if what is not None:
+                report.skipped.append(
+                    (str(child), f"{what}, not a regular file: only regular files are read")
+                )
+                continue
+            yield str(child), child
+
+
+def iter_files(
+    paths: Iterable[str], report: IngestReport, walks: list[FolderWalk] | None = None
+) -> Iterator[tuple[str, Path]]:
+    """(source as the user named it, path) for each file; folders are walked recursively (each
+    walk is appended to ``walks``). A path that does not exist is recorded in ``report.not_found``;
+    one that is not a regular file fails with what it is."""
     for given in paths:
         path = Path(given)
         if path.is_dir():
-            for root, dirs, files in os.walk(path):
-                dirs[:] = sorted(d for d in dirs if not d.startswith("."))
-                for name in sorted(files):
-                    child = Path(root) / name
-                    if child.suffix.lower() in exts and not name.startswith("."):
-                        yield str(child), child
-        elif path.is_file():
-            yield given, path
+            walk = FolderWalk(os.path.abspath(path))
+            if walks is not None:
+                walks.append(walk)
+            yield from walk_folder(path, report, walk)
+        elif os.path.lexists(path) and not os.path.exists(path):
+            report.failed.append((given, "a broken symbolic link"))
         elif path.exists():
-            report.failed.append((given, "not a regular file"))
+            what = not_regular(path)
+            if what is None:
+                yield given, path
+            else:
+                report.failed.append((given, f"{what}, not a regular file: only regular files are read"))
         else:
             report.failed.append((given, "no such file or folder"))
+            report.not_found.append(given)
+
+
+def make_chunker(embedder: Embedder, settings: Settings) -> Chunker:
+    return Chunker(
+        embedder.count_tokens,
+        ChunkingOptions(
+            target_tokens=settings.chunk_tokens,
+            max_tokens=embedder.max_tokens,
+            overlap_tokens=settings.overlap_tokens,
+            unstructured=cast(UnstructuredMode, settings.chunk_unstructured),
+        ),
+        embed=embedder.embed,
+    )
+
+
+def pipeline_signature(settings: Settings) -> str:
+    """What a stored document was made with: a document made otherwise is redone."""
+    signature = f"{PIPELINE_VERSION}:{settings.chunk_tokens}:{settings.overlap_tokens}"
+    if settings.chunk_unstructured != "windows":
+        signature += f":{settings.chunk_unstructured}"
+    return signature
+
+
+@dataclass(frozen=True)
+class FileJob:
+    """A file to (re)index, read and hashed by whoever walks the folders; everything a worker
+    needs to parse and chunk it, even on another machine."""
+
+    source: str
+    path: str  # a file's absolute path, or an upload's name (the parser picks by its extension)
+    data: bytes
+    content_hash: str
+    document_id: str
+    collection: str
+    size: int
+    mtime: float
+    tags: dict[str, str]
+    acl: tuple[str, ...]
+    existing: bool
+    #: metadata kept beside the parser's: {"path": absolute path} for a file, the caller's for an upload
+    extra: dict[str, object]
+
+
+@dataclass(frozen=True)
+class Prepared:
+    """A parsed, chunked document waiting for its vectors."""
+
+    document: Document
+    text: str
+    chunks: list[Chunk]
+    page_starts: tuple[int, ...]
+    original: bytes
+    existing: bool
+
+
+def prepare(job: FileJob, chunker: Chunker, signature: str, settings: Settings) -> Prepared:
+    """Parse and chunk one file (ParseError when it cannot be indexed). Pure: the same job gives
+    the same document, chunk ids and spans on any machine."""
+    path = Path(job.path)
+    if not job.data.strip():
+        raise ParseError(job.source, "the file is empty (no text to index)")
+    parsed = parser_for(path).parse(job.data, path)
+    if len(parsed.text) > settings.max_text_chars:
+        raise ParseError(
+            job.source,
+            f"{len(parsed.text):,} characters of text, above the {settings.max_text_chars:,} limit "
+            "(raise it with CITELINE_MAX_TEXT_CHARS)",
+        )
+    chunks = chunker.chunk(parsed, job.document_id)
+    if not chunks:
+        raise ParseError(job.source, "no text to index after parsing")
+    document = Document(
+        id=job.document_id,
+        collection=job.collection,
+        source=job.source,
+        title=parsed.title,
+        format=parsed.format,
+        content_hash=job.content_hash,
+        size=job.size,
+        mtime=job.mtime,
+        page_count=parsed.page_count,
+        tags=job.tags,
+        acl=job.acl,
+        metadata={**parsed.metadata, **job.extra, "pipeline": signature},
+    )
+    return Prepared(document, parsed.text, chunks, tuple(parsed.page_starts), job.data, job.existing)
+
+
+#: what a failed file is reported with instead of stopping the batch
+FILE_ERRORS = (CitelineError, OSError, ValueError, MemoryError, RecursionError)
 
 
 class Ingestor:
@@ -93,19 +305,8 @@ class Ingestor:
         self.store = store
         self.embedder = embedder
         self.settings = settings
-        self.chunker = Chunker(
-            embedder.count_tokens,
-            ChunkingOptions(
-                target_tokens=settings.chunk_tokens,
-                max_tokens=embedder.max_tokens,
-                overlap_tokens=settings.overlap_tokens,
-                unstructured=cast(UnstructuredMode, settings.chunk_unstructured),
-            ),
-            embed=embedder.embed,
-        )
-        self.signature = f"{PIPELINE_VERSION}:{settings.chunk_tokens}:{settings.overlap_tokens}"
-        if settings.chunk_unstructured != "windows":
-            self.signature += f":{settings.chunk_unstructured}"
+        self.chunker = make_chunker(embedder, settings)
+        self.signature = pipeline_signature(settings)
 
     def add(
         self,
@@ -115,24 +316,102 @@ class Ingestor:
         progress: Progress | None = None,
         collection: str = DEFAULT_COLLECTION,
         root: str | os.PathLike[str] | None = None,
+        *,
+        keep_missing: bool = False,
+        prune: bool = False,
     ) -> IngestReport:
         """Add or update files and folders. A document is identified by ``collection`` and its path
-        relative to ``root`` (default: the current folder), whichever machine adds it."""
+        relative to ``root`` (default: the current folder), whichever machine adds it.
+
+        A folder given is reconciled afterwards: documents of ``collection`` read from files under
+        it whose files are gone are removed (``keep_missing`` keeps them, reported as missing).
+        Nothing is removed when the folder holds no file at all or could not be listed (nor under
+        a subfolder that could not be listed), and removing more than half of the folder's
+        documents needs ``prune``. Uploaded documents have no file and are never reconciled.
+
+        A store that cannot be written (busy, read-only, disk full) stops the batch: the
+        IndexUnavailableError carries the report of what was done (``.report``).
+        """
         report = IngestReport()
+        if self.store.read_only:
+            raise ReadOnlyIndexError(
+                f"The index at {self.store.location} is read-only here: nothing can be added. Open it "
+                "where its folder can be written."
+            )
         base = Path(root) if root is not None else Path.cwd()
-        for _given, path in iter_files(paths, report):
-            source = source_for(path, base)
-            try:
-                self._add_file(
-                    source, path, collection, dict(tags or {}), tuple(sorted(set(acl))), report, progress
-                )
-            except ParseError as exc:
-                report.failed.append((source, exc.reason))
-            except (CitelineError, OSError, ValueError, MemoryError, RecursionError) as exc:
-                report.failed.append((source, str(exc) or type(exc).__name__))
-            if progress:
-                progress("file", 1)
+        walks: list[FolderWalk] = []
+        try:
+            for _given, path in iter_files(paths, report, walks):
+                source = source_for(path, base)
+                try:
+                    job = self.job(
+                        source, path, collection, dict(tags or {}), tuple(sorted(set(acl))), report
+                    )
+                    if job is not None:
+                        self.write(
+                            prepare(job, self.chunker, self.signature, self.settings), report, progress
+                        )
+                except IndexUnavailableError:
+                    raise
+                except ParseError as exc:
+                    report.failed.append((source, exc.reason))
+                except FILE_ERRORS as exc:
+                    report.failed.append((source, str(exc) or type(exc).__name__))
+                if progress:
+                    progress("file", 1)
+            for walk in walks:
+                self._reconcile(walk, collection, report, keep_missing=keep_missing, prune=prune)
+        except IndexUnavailableError as exc:
+            exc.report = report  # type: ignore[attr-defined]
+            raise
         return report
+
+    def _reconcile(
+        self, walk: FolderWalk, collection: str, report: IngestReport, *, keep_missing: bool, prune: bool
+    ) -> None:
+        """Remove the documents of ``walk.folder`` whose files are gone (see :meth:`add`)."""
+        if collection.startswith(UPLOAD_COLLECTION_PREFIX):
+            return
+        prefix = walk.folder.rstrip(os.sep) + os.sep
+        docs = [
+            d
+            for d in self.store.documents(
+                Filter(principal=Principal.local_admin(), collections=(collection,))
+            )
+            if isinstance(d.metadata.get("path"), str)
+            and d.metadata["path"].startswith(prefix)
+            and "uploaded_by" not in d.metadata
+        ]
+        if not docs:
+            return
+        if walk.folder in walk.unreadable or not walk.seen:
+            report.notes.append(
+                f"{walk.folder}: {'could not be listed' if walk.folder in walk.unreadable else 'holds no file'}"
+                f"; none of its {len(docs)} documents was removed"
+            )
+            return
+        blocked = tuple(u.rstrip(os.sep) + os.sep for u in walk.unreadable)
+        gone = [
+            d
+            for d in docs
+            if d.metadata["path"] not in walk.seen
+            and not d.metadata["path"].startswith(blocked)
+            and not os.path.lexists(d.metadata["path"])
+        ]
+        if not gone:
+            return
+        if keep_missing or (len(gone) * 2 > len(docs) and not prune):
+            report.missing.extend(d.source for d in gone)
+            if not keep_missing:
+                report.prune_needed = True
+                report.notes.append(
+                    f"{walk.folder}: the files of {len(gone)} of its {len(docs)} documents are gone; removing "
+                    "more than half of a folder's documents needs --prune (or --keep-missing to keep them)"
+                )
+            return
+        for doc in gone:
+            self.store.remove_document(doc.id)
+            report.removed.append(doc.source)
 
     def add_bytes(
         self,
@@ -150,18 +429,21 @@ class Ingestor:
         report = IngestReport()
         try:
             self._check_size(name, len(data))
-            self._add_data(
+            job = self._job_for_data(
                 name,
                 data,
-                Path(name),
+                name,
                 time.time(),
                 collection,
                 dict(tags or {}),
                 tuple(sorted(set(acl))),
                 report,
-                progress,
                 dict(metadata or {}),
             )
+            if job is not None:
+                self.write(prepare(job, self.chunker, self.signature, self.settings), report, progress)
+        except IndexUnavailableError:
+            raise
         except ParseError as exc:
             report.failed.append((name, exc.reason))
         except (CitelineError, ValueError, MemoryError, RecursionError) as exc:
@@ -171,13 +453,9 @@ class Ingestor:
     def _check_size(self, source: str, size: int) -> None:
         limit = int(self.settings.max_file_mb * 1024 * 1024)
         if size > limit:
-            raise ParseError(
-                source,
-                f"file is {size / 1048576:.1f} MB, above the {self.settings.max_file_mb:g} MB limit "
-                "(raise it with CITELINE_MAX_FILE_MB or max_file_mb in citeline.toml)",
-            )
+            raise _too_big(source, size, limit)
 
-    def _add_file(
+    def job(
         self,
         source: str,
         path: Path,
@@ -185,37 +463,28 @@ class Ingestor:
         tags: dict[str, str],
         acl: tuple[str, ...],
         report: IngestReport,
-        progress: Progress | None,
-    ) -> None:
-        stat = path.stat()
-        self._check_size(source, stat.st_size)
-        data = path.read_bytes()
-        self._add_data(
-            source,
-            data,
-            path,
-            stat.st_mtime,
-            collection,
-            tags,
-            acl,
-            report,
-            progress,
-            {"path": os.path.abspath(path)},
+    ) -> FileJob | None:
+        """Read and hash a regular file; None when it is unchanged (its tags and ACL are brought up
+        to date)."""
+        data, mtime = read_regular(path, source, int(self.settings.max_file_mb * 1024 * 1024))
+        absolute = os.path.abspath(path)
+        return self._job_for_data(
+            source, data, absolute, mtime, collection, tags, acl, report, {"path": absolute}
         )
 
-    def _add_data(
+    def _job_for_data(
         self,
         source: str,
         data: bytes,
-        path: Path,
+        path: str,
         mtime: float,
         collection: str,
         tags: dict[str, str],
         acl: tuple[str, ...],
         report: IngestReport,
-        progress: Progress | None,
         extra: dict[str, object],
-    ) -> None:
+    ) -> FileJob | None:
+        """The job for a file's or an upload's bytes; None when the stored document is the same."""
         content_hash = hashlib.sha256(data).hexdigest()
         doc_id = document_id_for(collection, source)
         existing = self.store.get_document(doc_id)
@@ -227,38 +496,31 @@ class Ingestor:
             if existing.tags != tags or existing.acl != acl:
                 self.store.update_access(existing.id, tags, acl)
             report.unchanged.append(source)
-            return
-        if not data.strip():
-            raise ParseError(source, "the file is empty (no text to index)")
-        parsed = parser_for(path).parse(data, path)
-        if len(parsed.text) > self.settings.max_text_chars:
-            raise ParseError(
-                source,
-                f"{len(parsed.text):,} characters of text, above the {self.settings.max_text_chars:,} limit "
-                "(raise it with CITELINE_MAX_TEXT_CHARS)",
-            )
-        chunks = self.chunker.chunk(parsed, doc_id)
-        if not chunks:
-            raise ParseError(source, "no text to index after parsing")
-        vectors = self._vectors(chunks, progress, report)
-        metadata = {**parsed.metadata, **extra, "pipeline": self.signature}
-        document = Document(
-            id=doc_id,
-            collection=collection,
-            source=source,
-            title=parsed.title,
-            format=parsed.format,
-            content_hash=content_hash,
-            size=len(data),
-            mtime=mtime,
-            page_count=parsed.page_count,
-            tags=tags,
-            acl=acl,
-            metadata=metadata,
+            return None
+        return FileJob(
+            source,
+            path,
+            data,
+            content_hash,
+            doc_id,
+            collection,
+            len(data),
+            mtime,
+            tags,
+            acl,
+            existing is not None,
+            extra,
         )
-        self.store.replace_document(document, parsed.text, chunks, vectors, parsed.page_starts, original=data)
-        report.chunks_written += len(chunks)
-        (report.updated if existing is not None else report.added).append(source)
+
+    def write(self, prepared: Prepared, report: IngestReport, progress: Progress | None) -> None:
+        """Embed what the cache lacks and replace the document (the local, one-file path)."""
+        vectors = self._vectors(prepared.chunks, progress, report)
+        doc = prepared.document
+        self.store.replace_document(
+            doc, prepared.text, prepared.chunks, vectors, prepared.page_starts, prepared.original
+        )
+        report.chunks_written += len(prepared.chunks)
+        (report.updated if prepared.existing else report.added).append(doc.source)
 
     def _vectors(
         self, chunks: list[Chunk], progress: Progress | None, report: IngestReport
@@ -267,7 +529,8 @@ class Ingestor:
         by_hash = {text_hash(c.index_text): c.index_text for c in chunks}
         vectors: dict[str, np.ndarray] = dict(self.store.cached_vectors(by_hash))
         missing = [(h, by_hash[h]) for h in by_hash if h not in vectors]
-        for part, part_vectors in embed_batches(self.embedder, missing, progress):
+        retries = self.settings.embed_retries
+        for part, part_vectors in embed_batches(self.embedder, missing, progress, retries=retries):
             vectors.update(zip(part, part_vectors, strict=True))
             report.chunks_embedded += len(part)
         return vectors
@@ -292,13 +555,51 @@ class Ingestor:
         return report
 
 
+class EmbeddingError(CitelineError):
+    """The embedder failed (after retries) or returned vectors that cannot be right."""
+
+
+#: first pause before retrying a failed embedding batch; doubled for each further try
+RETRY_BACKOFF_S = 0.2
+
+
+def embed_checked(embedder: Embedder, texts: list[str], retries: int = 2) -> np.ndarray:
+    """Vectors for ``texts``: a failing call is retried ``retries`` times with exponential backoff,
+    and what comes back must be one finite vector of the embedder's dimension per text."""
+    for attempt in range(retries + 1):
+        try:
+            vectors = np.asarray(embedder.embed(texts), dtype=np.float32)
+            if vectors.shape != (len(texts), embedder.dim):
+                raise EmbeddingError(
+                    f"the embedder '{embedder.name}' returned an array of shape {vectors.shape} for "
+                    f"{len(texts)} texts of dimension {embedder.dim}"
+                )
+            if not np.isfinite(vectors).all():
+                raise EmbeddingError(f"the embedder '{embedder.name}' returned vectors with NaN or infinity")
+            return vectors
+        except CitelineError:
+            raise
+        except Exception as exc:  # a model runtime error, out of memory, a remote embedder's network
+            if attempt == retries:
+                raise EmbeddingError(
+                    f"the embedder '{embedder.name}' failed on a batch of {len(texts)} chunks "
+                    f"({attempt + 1} tries): {type(exc).__name__}: {exc}; nothing of this document was written"
+                ) from exc
+            time.sleep(RETRY_BACKOFF_S * 2**attempt)
+    raise AssertionError("unreachable")
+
+
 def embed_batches(
-    embedder: Embedder, items: list[tuple[str, str]], progress: Progress | None = None, batch: int = 64
+    embedder: Embedder,
+    items: list[tuple[str, str]],
+    progress: Progress | None = None,
+    batch: int = 64,
+    retries: int = 2,
 ) -> Iterator[tuple[list[str], np.ndarray]]:
     """Embed (text hash, text) pairs a batch at a time: (hashes, vectors) per batch."""
     for lo in range(0, len(items), batch):
         part = items[lo : lo + batch]
-        vectors = embedder.embed([t for _, t in part])
+        vectors = embed_checked(embedder, [t for _, t in part], retries)
         if progress:
             progress("chunks", len(part))
         yield [h for h, _ in part], vectors

@@ -33,7 +33,7 @@ def query_terms(query: str) -> list[str]:
     return list(seen)
 
 
-_VERSION = re.compile(r"\d+(?:\.\d+){2,}")
+_VERSION = re.compile(r"(?<!\d)\d++(?:\.\d++){2,}")
 
 
 def is_code(term: str) -> bool:
@@ -50,13 +50,24 @@ def is_identifier(term: str) -> bool:
     return any(ch.isdigit() for ch in term) or bool(re.search(r"[-_./:]", term))
 
 
-def fts_match_expression(query: Query | str, max_terms: int = 32) -> str | None:
-    """An OR of quoted terms (phrases for compound identifiers); None if nothing is searchable."""
+def keyword_phrases(query: Query | str, max_terms: int = 32) -> list[str]:
+    """The quoted units of the keyword search, in order: each term (a compound identifier is one
+    phrase of several tokens). Every keyword engine ORs these, so all stores search alike."""
     text = query if isinstance(query, str) else query.text
     terms = list(query_terms(text) if isinstance(query, str) else query.terms)[:max_terms]
     if not terms:
         # A question made only of stopwords still deserves an answer attempt.
         terms = [m.group(0) for m in _TERM.finditer(text.lower())][:max_terms]
+    return terms
+
+
+def fts_quote(phrase: str) -> str:
+    return '"' + phrase.replace('"', '""') + '"'
+
+
+def fts_match_expression(query: Query | str, max_terms: int = 32) -> str | None:
+    """An OR of quoted terms (phrases for compound identifiers); None if nothing is searchable."""
+    terms = keyword_phrases(query, max_terms)
     if not terms:
         return None
-    return " OR ".join('"' + t.replace('"', '""') + '"' for t in terms)
+    return " OR ".join(fts_quote(t) for t in terms)

@@ -2,6 +2,10 @@
 
 With an LLM expansion (rewrites, a hypothetical passage) every extra query adds its own
 BM25 and dense lists, and all lists are merged by reciprocal rank fusion.
+
+The dense side (query embeddings and vector searches) runs behind a circuit breaker
+(retrieval/breaker.py) while the keyword side runs: when it fails or exceeds its latency budget
+the retrieval is keyword-only and ``Retrieval.degraded`` says why.
 """
 
 from __future__ import annotations
@@ -14,6 +18,7 @@ import numpy as np
 from citeline.embedding.base import Embedder
 from citeline.index.base import Store
 from citeline.models import Hit, StageScore
+from citeline.retrieval.breaker import CircuitBreaker
 from citeline.retrieval.filters import Filter
 from citeline.retrieval.fusion import convex_combination, reciprocal_rank_fusion
 from citeline.retrieval.query import Query, analyze
@@ -28,16 +33,46 @@ class Retrieval:
     hits: list[Hit]
     lexical: list[tuple[str, float]]
     dense: list[tuple[str, float]]
-    query_vector: np.ndarray
+    #: None when the dense side did not answer (``degraded`` says why)
+    query_vector: np.ndarray | None
     timings_ms: dict[str, float] = field(default_factory=dict)
     expansion: Expansion | None = None
+    #: why this retrieval is keyword-only (the dense side failed, was too slow, or is switched off)
+    degraded: str | None = None
+
+
+_DenseLists = tuple[np.ndarray | None, list[tuple[str, float]], list[list[str]], dict[str, float]]
 
 
 class HybridRetriever:
-    def __init__(self, store: Store, embedder: Embedder, expander: QueryExpander | None = None) -> None:
+    def __init__(
+        self,
+        store: Store,
+        embedder: Embedder,
+        expander: QueryExpander | None = None,
+        breaker: CircuitBreaker | None = None,
+    ) -> None:
         self.store = store
         self.embedder = embedder
         self.expander = expander
+        #: guards the dense side; None runs it inline and lets its errors through
+        self.breaker = breaker
+
+    def _dense_side(self, texts: list[str], flt: Filter, k: int, stages: tuple[str, ...]) -> _DenseLists:
+        """Query vectors, the main dense list and one dense list per extra query."""
+        timings: dict[str, float] = {}
+        t = time.perf_counter()
+        vectors = self.embedder.embed(texts)
+        timings["embed_query"] = (time.perf_counter() - t) * 1000
+        t = time.perf_counter()
+        dense = self.store.vector_search(vectors[0], flt, k) if "dense" in stages else []
+        timings["dense"] = (time.perf_counter() - t) * 1000
+        extra: list[list[str]] = []
+        if "dense" in stages:
+            t = time.perf_counter()
+            extra = [[c for c, _ in self.store.vector_search(v, flt, k)] for v in vectors[1:]]
+            timings["expansion_dense"] = (time.perf_counter() - t) * 1000
+        return vectors[0], dense, extra, timings
 
     def retrieve(
         self,
@@ -58,27 +93,35 @@ class HybridRetriever:
             timings["expand_query"] = (time.perf_counter() - t) * 1000
         expansion = expansion if expansion is not None and not expansion.is_empty else None
         extra = [*expansion.queries, *([expansion.passage] if expansion.passage else [])] if expansion else []
-        t = time.perf_counter()
-        vectors = self.embedder.embed([query.text, *extra])
-        vector = vectors[0]
-        timings["embed_query"] = (time.perf_counter() - t) * 1000
+        texts = [query.text, *extra]
+        started_at = time.perf_counter()
+        degraded = None
+        if self.breaker is None:
+            started = None
+            outcome = self._dense_side(texts, flt, k, stages)
+        else:
+            started = self.breaker.submit(lambda: self._dense_side(texts, flt, k, stages))
         t = time.perf_counter()
         lexical = self.store.keyword_search(query, flt, k) if "bm25" in stages else []
         timings["bm25"] = (time.perf_counter() - t) * 1000
-        t = time.perf_counter()
-        dense = self.store.vector_search(vector, flt, k) if "dense" in stages else []
-        timings["dense"] = (time.perf_counter() - t) * 1000
-        lists = [[c for c, _ in lexical], [c for c, _ in dense]]
-        if expansion is not None:
+        extra_lexical: list[list[str]] = []
+        if expansion is not None and "bm25" in stages:  # the passage is for dense only
             t = time.perf_counter()
-            for i, text in enumerate(extra, 1):
-                if "bm25" in stages and i <= len(expansion.queries):  # the passage is for dense only
-                    lists.append([c for c, _ in self.store.keyword_search(text, flt, k)])
-                if "dense" in stages:
-                    lists.append([c for c, _ in self.store.vector_search(vectors[i], flt, k)])
-            timings["expansion_search"] = (time.perf_counter() - t) * 1000
+            extra_lexical = [[c for c, _ in self.store.keyword_search(q, flt, k)] for q in expansion.queries]
+            timings["expansion_bm25"] = (time.perf_counter() - t) * 1000
+        if self.breaker is not None and started is not None:
+            t = time.perf_counter()
+            waited = self.breaker.result(started, started_at)
+            timings["dense_wait"] = (time.perf_counter() - t) * 1000
+            degraded = waited.degraded
+            outcome = waited.value if waited.value is not None else (None, [], [], {})
+        vector, dense, extra_dense, dense_timings = outcome
+        timings.update(dense_timings)
+        lists = [[c for c, _ in lexical], [c for c, _ in dense]]
+        for i in range(len(extra)):  # each extra query's lists in turn (fusion breaks ties by order)
+            lists += extra_lexical[i : i + 1] + extra_dense[i : i + 1]
         t = time.perf_counter()
-        if fusion == "convex" and expansion is None:
+        if fusion == "convex" and expansion is None and degraded is None:
             fused = convex_combination(dict(lexical), dict(dense), alpha)
         else:
             fused = reciprocal_rank_fusion(lists, k=rrf_k)
@@ -100,4 +143,4 @@ class HybridRetriever:
                 Hit(chunk=chunk, source=doc.source, title=doc.title, score=score, stages=stage_scores)
             )
         timings["fuse"] = (time.perf_counter() - t) * 1000
-        return Retrieval(query, hits, lexical, dense, vector, timings, expansion)
+        return Retrieval(query, hits, lexical, dense, vector, timings, expansion, degraded)

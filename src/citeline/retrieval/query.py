@@ -23,14 +23,15 @@ import blingfire
 
 from citeline.retrieval.bm25 import STOPWORDS, is_code, is_identifier, query_terms
 
-_NAME = re.compile(r"\b[A-Za-z][\w-]*[A-Z][\w-]*\b|\b[A-Z][a-z][\w-]*\b")
+# Matches start where a run of word characters and hyphens starts (linear time on "a-a-a-...").
+_NAME = re.compile(r"\b(?<![\w-])[A-Za-z][\w-]*[A-Z][\w-]*\b|\b[A-Z][a-z][\w-]*\b")
 _YEAR = re.compile(r"\b(?:1[5-9]|20)\d{2}\b")
 # "Version 3.4.0" or "Section 8" name the number, not a product: the number alone is the key.
 _GENERIC_NOUNS = frozenset(
     "version release section chapter step page part article table figure item rule level phase "
     "option error code line tier plan stage day week month year room floor building".split()
 )
-_VERSIONED_NAME = re.compile(r"\b([A-Z][\w-]*)\s+(v?\d+(?:\.\d+)*)\b")
+_VERSIONED_NAME = re.compile(r"\b(?<![\w-])([A-Z][\w-]*+)\s+(v?\d+(?:\.\d+)*)\b")
 
 
 @dataclass(frozen=True)

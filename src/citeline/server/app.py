@@ -25,6 +25,8 @@ from citeline.access import AuthenticationError, PermissionDeniedError
 from citeline.errors import (
     CitelineError,
     DocumentNotFoundError,
+    GeneratorError,
+    IndexUnavailableError,
     InvalidQuestionError,
     ParseError,
     UnsupportedFormatError,
@@ -58,6 +60,10 @@ def _status_of(exc: CitelineError) -> int:
         return 422
     if isinstance(exc, InvalidQuestionError):
         return 400
+    if isinstance(exc, GeneratorError):
+        return 502  # the LLM endpoint behind the server failed: not the client's fault
+    if isinstance(exc, IndexUnavailableError):
+        return 503  # busy, read-only or disk full: try again later
     return 400
 
 
@@ -89,25 +95,38 @@ class LimitsAndMetrics:
             self._observe(scope, 413, start)
             return
         seen = 0
+        exceeded = responded = False
 
         async def limited_receive() -> Message:
-            nonlocal seen
+            nonlocal seen, exceeded
             message = await receive()
             if message["type"] == "http.request":
                 seen += len(message.get("body", b""))
                 if seen > limit:
+                    exceeded = True
                     raise _BodyTooLarge()
             return message
 
         async def timed_send(message: Message) -> None:
+            nonlocal responded
+            if exceeded:
+                # The body parser turned the refusal into its own error (Starlette's form parser
+                # answers 400 "error parsing the body"): the client gets the 413 instead.
+                if message["type"] == "http.response.start" and not responded:
+                    responded = True
+                    status["code"] = 413
+                    await self._too_large(send, limit)
+                return
             if message["type"] == "http.response.start":
                 status["code"] = message["status"]
+                responded = True
             await send(message)
 
         try:
             await self.app(scope, limited_receive, timed_send)
         except _BodyTooLarge:
-            await self._too_large(send, limit)
+            if not responded:
+                await self._too_large(send, limit)
             status["code"] = 413
         self._observe(scope, status["code"], start)
 
@@ -275,6 +294,8 @@ def _errors(app: FastAPI) -> None:
     async def citeline_error(_request: Request, exc: CitelineError) -> Response:
         status = _status_of(exc)
         headers = {"WWW-Authenticate": "Bearer"} if status == 401 else None
+        if status == 503:
+            headers = {"Retry-After": "5"}
         return JSONResponse(error_body(status, type(exc).__name__, str(exc)), status, headers=headers)
 
     @app.exception_handler(StarletteHTTPException)

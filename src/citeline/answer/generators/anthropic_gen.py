@@ -154,5 +154,8 @@ def anthropic_factory(context: BuildContext | None, argument: str | None) -> Ant
     """``anthropic`` or ``anthropic:MODEL``."""
     settings = context.settings if context is not None else Settings()
     return AnthropicGenerator(
-        argument or settings.generator_model or None, base_url=settings.generator_base_url or None
+        argument or settings.generator_model or None,
+        base_url=settings.generator_base_url or None,
+        timeout=settings.generator_timeout_s,
+        max_retries=settings.generator_retries,
     )

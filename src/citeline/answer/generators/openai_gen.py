@@ -101,6 +101,13 @@ class OpenAIGenerator:
         where = self.base_url or "the OpenAI API"
         return GeneratorError(f"The openai generator failed calling {where} (model {self.model}): {exc}")
 
+    def _garbage(self, exc: Exception) -> GeneratorError:
+        where = self.base_url or "the OpenAI API"
+        return GeneratorError(
+            f"The openai generator got a reply it cannot read from {where} (model {self.model}): "
+            f"{type(exc).__name__}: {str(exc)[:300]}"
+        )
+
     def generate(self, question: Query | str, passages: Sequence[Passage]) -> Draft:
         if not passages:
             return Draft(sentences=(), refused=True, raw="")
@@ -109,11 +116,16 @@ class OpenAIGenerator:
             response = self._client.chat.completions.create(**self._kwargs(question, passages, False))
         except openai.OpenAIError as exc:
             raise self._fail(exc) from exc
+        except Exception as exc:  # a reply the SDK could not read (not JSON, cut off)
+            raise self._garbage(exc) from exc
         try:
             content = response.choices[0].message.content or ""
-        except (AttributeError, IndexError) as exc:
+            if not isinstance(content, str):
+                raise TypeError(f"message content is {type(content).__name__}, not text")
+        except (AttributeError, IndexError, TypeError) as exc:
             raise GeneratorError(
-                f"Unexpected reply from {self.base_url or 'OpenAI'}: {response!r:.300}"
+                f"The openai generator got an unexpected reply from {self.base_url or 'OpenAI'}: "
+                f"{response!r:.300}"
             ) from exc
         usage = getattr(response, "usage", None)
         tokens = {
@@ -140,6 +152,8 @@ class OpenAIGenerator:
             return str(response.choices[0].message.content or "")
         except openai.OpenAIError as exc:
             raise self._fail(exc) from exc
+        except Exception as exc:
+            raise self._garbage(exc) from exc
 
     def _deltas(self, question: Query | str, passages: Sequence[Passage]) -> Iterator[str]:
         openai = _import_openai()
@@ -157,6 +171,10 @@ class OpenAIGenerator:
                     close()
         except openai.OpenAIError as exc:
             raise self._fail(exc) from exc
+        except GeneratorError:
+            raise
+        except Exception as exc:
+            raise self._garbage(exc) from exc
 
     def stream(self, question: Query | str, passages: Sequence[Passage]) -> Iterator[str]:
         """Yield answer text as it arrives; never half a ``[n]`` marker, never an invalid number.
@@ -184,5 +202,8 @@ def openai_factory(context: BuildContext | None, argument: str | None) -> OpenAI
     """``openai`` or ``openai:MODEL``; the endpoint is ``generator_base_url`` (else OpenAI's)."""
     settings = context.settings if context is not None else Settings()
     return OpenAIGenerator(
-        argument or settings.generator_model or None, base_url=settings.generator_base_url or None
+        argument or settings.generator_model or None,
+        base_url=settings.generator_base_url or None,
+        timeout=settings.generator_timeout_s,
+        max_retries=settings.generator_retries,
     )

@@ -106,10 +106,14 @@ class GoldEvidence:
 class DocumentResolver:
     """Maps a golden ``source`` to the stored document (exact source, resolved path, or path suffix)."""
 
-    def __init__(self, kb: KnowledgeBase, docs_root: str | Path | None = None) -> None:
+    def __init__(
+        self, kb: KnowledgeBase, docs_root: str | Path | None = None, principal: Principal | None = None
+    ) -> None:
         self.kb = kb
         self.docs_root = Path(docs_root).resolve() if docs_root is not None else None
-        self.docs = kb.store.documents(Filter.admin())
+        #: whose view is evaluated: documents it may not read are "not in the index" for it
+        self.principal = principal or Principal.local_admin()
+        self.docs = kb.store.documents(Filter(principal=self.principal))
         self.by_source = {d.source: d for d in self.docs}
         self.by_path = {str(d.metadata.get("path", "")): d for d in self.docs}
         self._texts: dict[str, str] = {}
@@ -145,10 +149,10 @@ class DocumentResolver:
                 rel = str(path.relative_to(folder))
                 if d.source.endswith(rel):
                     prefix = d.source[: len(d.source) - len(rel)]
-                    return Filter(principal=Principal.local_admin(), source_prefix=prefix), ""
+                    return Filter(principal=self.principal, source_prefix=prefix), ""
         # Nothing indexed there: the folder's own prefix matches no document, so the question sees nothing.
         return Filter(
-            principal=Principal.local_admin(), source_prefix=str(folder) + os.sep
+            principal=self.principal, source_prefix=str(folder) + os.sep
         ), f"scope {scope!r} holds no indexed document"
 
     def resolve(self, evidence: Mapping[str, Any]) -> GoldEvidence:

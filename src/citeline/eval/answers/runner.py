@@ -16,7 +16,7 @@ from citeline.eval.answers.row import QuestionRow
 from citeline.eval.answers.scoring import Observation, Retrieved, score_question
 from citeline.eval.answers.summary import summarize
 from citeline.models import Answer
-from citeline.retrieval.filters import Filter
+from citeline.retrieval.filters import Filter, Principal
 
 if TYPE_CHECKING:
     from citeline.answer.verify import Verifier
@@ -69,14 +69,19 @@ def evaluate_answers(
     judge: Verifier | None = None,
     dataset: str | None = None,
     progress: Callable[[int, int], None] | None = None,
+    principal: Principal | None = None,
 ) -> dict[str, Any]:
     """Ask every golden question with ``kb.ask`` and measure it (see the package docstring).
+
+    ``principal`` (default: the local administrator) is whose view is evaluated: its ACLs apply
+    to every question, and documents it may not read count as not indexed.
 
     Candidates and context come from the answer's stored trace; with tracing off they are
     recomputed with the same retriever and the Answerer's own context selection.
     """
     rows_in = [validate_row(r) for r in golden_rows]
-    resolver = DocumentResolver(kb, docs_root)
+    resolver = DocumentResolver(kb, docs_root, principal)
+    everything = Filter(principal=resolver.principal)
     ids = {d.source: d.id for d in resolver.docs}
     verifier = kb.components.verifier
     verifier_name = str(getattr(verifier, "name", type(verifier).__name__))
@@ -91,7 +96,7 @@ def evaluate_answers(
             scope_warnings.append(f"{g['id']}: {scope_note}")
         started = time.perf_counter()
         try:
-            answer = kb.ask(g["question"], flt=flt or Filter.admin())
+            answer = kb.ask(g["question"], flt=flt or everything)
         except CitelineError as exc:
             latency = (time.perf_counter() - started) * 1000
             scored.append(score_question(Observation(g, None, gold, latency_ms=latency, error=str(exc)), k))
@@ -107,7 +112,7 @@ def evaluate_answers(
         else:
             answerer = kb.components.answerer()
             question = answerer.check_question(g["question"])
-            retrieval = kb.retrieve(question, flt=flt or Filter.admin())
+            retrieval = kb.retrieve(question, flt=flt or everything)
             candidates = _hits(retrieval.hits)
             context = _hits(answerer.context(retrieval, {}))
             tokens = None

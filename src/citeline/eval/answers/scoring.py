@@ -37,7 +37,7 @@ STAGES: dict[str, str] = {
     "error": "error while asking",
 }
 
-_MARKER = re.compile(r"\s*\[\d+\]|\s*\(unverified\)")
+_MARKER = re.compile(r"(?<!\s)\s*(?:\[\d+\]|\(unverified\))")  # from where the spaces start: linear
 
 
 @dataclass(frozen=True)

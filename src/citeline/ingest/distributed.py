@@ -1,0 +1,312 @@
+"""Distributed ingestion on Ray: ``citeline add --workers ray://HOST:PORT PATH`` (or ``local:N``).
+
+The driver (this process) walks the folders, reads and hashes each file and skips the unchanged
+ones exactly as a local run does (by content hash and pipeline signature), so a crashed or re-run
+job neither duplicates nor loses work. Each changed file goes to a Ray actor that parses and
+chunks it (``pipeline.prepare``, the local run's own code, so ids, spans and hashes are the
+same); the driver looks the chunks up in the store's vector cache and sends only the missing
+texts back to the actors to embed, in the local run's batches; whole documents are then written
+in batches, each batch one transaction (``Store.replace_documents``). Only the driver talks to
+the store, so any store works, an embedded folder included.
+
+Workers: ``ray://HOST:PORT`` joins a running cluster through Ray Client (the actors load the
+index's embedder there; files travel from the driver, so workers need no shared file system);
+``local:N`` starts a local Ray with N CPUs for this run. An already initialised Ray (a test's, a
+notebook's) is used as it is. Ray is an optional extra: ``pip install 'citeline[ray]'``.
+"""
+
+from __future__ import annotations
+
+import itertools
+import os
+import re
+from collections.abc import Iterable
+from contextlib import nullcontext
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from citeline.errors import (
+    ConfigError,
+    IndexUnavailableError,
+    MissingExtraError,
+    ParseError,
+    ReadOnlyIndexError,
+)
+from citeline.index.base import DocumentWrite
+from citeline.index.sqlite import text_hash
+from citeline.ingest.pipeline import (
+    FILE_ERRORS,
+    FileJob,
+    FolderWalk,
+    Ingestor,
+    IngestReport,
+    Prepared,
+    Progress,
+    embed_checked,
+    iter_files,
+    make_chunker,
+    pipeline_signature,
+    prepare,
+    source_for,
+)
+from citeline.retrieval.filters import Filter
+from citeline.settings import Settings
+
+_SPEC = re.compile(r"^(?:ray://[^\s/]+|local:\d+)$")
+EMBED_BATCH = 64  # embed_batches' size: the same batches as a local run
+
+
+def check_workers(spec: str) -> str:
+    if not _SPEC.match(spec):
+        raise ConfigError(f"--workers must be ray://HOST:PORT or local:N (N CPUs), got '{spec}'.")
+    if spec.startswith("local:") and int(spec.split(":", 1)[1]) < 1:
+        raise ConfigError("--workers local:N needs N >= 1.")
+    return spec
+
+
+class Worker:
+    """A Ray actor: the index's embedder and chunker, loaded once."""
+
+    def __init__(self, embedder_name: str, settings: Settings) -> None:
+        from citeline.embedding import make_embedder
+
+        self.embedder = make_embedder(embedder_name)
+        self.settings = settings
+        self.chunker = make_chunker(self.embedder, settings)
+        self.signature = pipeline_signature(settings)
+
+    def prepare(self, job: FileJob) -> Prepared | tuple[str, str]:
+        """The prepared document, or (source, reason) when the file cannot be indexed."""
+        try:
+            return prepare(job, self.chunker, self.signature, self.settings)
+        except ParseError as exc:
+            return job.source, exc.reason
+        except FILE_ERRORS as exc:
+            return job.source, str(exc) or type(exc).__name__
+
+    def embed(self, texts: list[str]) -> np.ndarray:
+        """Vectors as a local run checks them: retried with backoff, one finite vector per text."""
+        return embed_checked(self.embedder, texts, self.settings.embed_retries)
+
+
+@dataclass
+class _Pending:
+    prepared: Prepared
+    vectors: dict[str, np.ndarray]
+    waiting: int = 0
+
+
+@dataclass
+class _Run:
+    ingestor: Ingestor
+    report: IngestReport
+    progress: Progress | None
+    batch: int
+    ready: list[_Pending] = field(default_factory=list)
+
+    def tick(self, event: str, amount: int) -> None:
+        if self.progress and amount:
+            self.progress(event, amount)
+
+    def flush(self, force: bool = False) -> None:
+        if not self.ready or (len(self.ready) < self.batch and not force):
+            return
+        writes = [
+            DocumentWrite(
+                p.prepared.document,
+                p.prepared.text,
+                p.prepared.chunks,
+                p.vectors,
+                p.prepared.page_starts,
+                p.prepared.original,
+            )
+            for p in self.ready
+        ]
+        self.ingestor.store.replace_documents(writes)
+        for p in self.ready:
+            self.report.chunks_written += len(p.prepared.chunks)
+            (self.report.updated if p.prepared.existing else self.report.added).append(
+                p.prepared.document.source
+            )
+        self.tick("file", len(self.ready))
+        self.ready = []
+
+
+def _connect(ray: Any, spec: str) -> bool:
+    """Start or join Ray; True when this run owns the connection (and shuts it down)."""
+    if ray.is_initialized():
+        return False
+    options: dict[str, Any] = {"include_dashboard": False, "log_to_driver": False, "logging_level": "warning"}
+    if spec.startswith("ray://"):
+        ray.init(address=spec, logging_level="warning", log_to_driver=False)
+    else:
+        ray.init(num_cpus=int(spec.split(":", 1)[1]), **options)
+    return True
+
+
+def add_distributed(
+    ingestor: Ingestor,
+    paths: Iterable[str],
+    workers: str,
+    tags: dict[str, str] | None = None,
+    acl: Iterable[str] = (),
+    progress: Progress | None = None,
+    collection: str = "default",
+    root: str | os.PathLike[str] | None = None,
+    batch: int = 32,
+    *,
+    keep_missing: bool = False,
+    prune: bool = False,
+) -> IngestReport:
+    """``Ingestor.add`` on Ray: the same report, the same folder reconciliation afterwards
+    (``keep_missing``, ``prune``), and an IndexUnavailableError (with ``.report``) when the store
+    cannot be written."""
+    if ingestor.store.read_only:
+        raise ReadOnlyIndexError(
+            f"The index at {ingestor.store.location} is read-only here: nothing can be added. Open it "
+            "where its folder can be written."
+        )
+    try:
+        import ray
+        from ray.util import ActorPool  # noqa: F401  (part of the extra)
+    except ImportError as exc:
+        raise MissingExtraError("--workers (distributed ingestion)", "ray", "ray") from exc
+    check_workers(workers)
+    owned = _connect(ray, workers)
+    store = ingestor.store
+    # A new index: build the vector index once at the end instead of row by row (PostgreSQL).
+    bulk = getattr(store, "bulk_load", None) if store.count_chunks(Filter.admin()) == 0 else None
+    try:
+        with bulk() if bulk is not None else nullcontext():
+            return _run(
+                ray,
+                ingestor,
+                paths,
+                workers,
+                tags or {},
+                tuple(sorted(set(acl))),
+                progress,
+                collection,
+                root,
+                batch,
+                keep_missing,
+                prune,
+            )
+    finally:
+        if owned:
+            ray.shutdown()
+
+
+def _run(
+    ray: Any,
+    ingestor: Ingestor,
+    paths: Iterable[str],
+    workers: str,
+    tags: dict[str, str],
+    acl: tuple[str, ...],
+    progress: Progress | None,
+    collection: str,
+    root: str | os.PathLike[str] | None,
+    batch: int,
+    keep_missing: bool,
+    prune: bool,
+) -> IngestReport:
+    report = IngestReport()
+    walks: list[FolderWalk] = []
+    try:
+        _run_files(ray, ingestor, report, walks, paths, workers, tags, acl, progress, collection, root, batch)
+        for walk in walks:
+            ingestor._reconcile(walk, collection, report, keep_missing=keep_missing, prune=prune)
+    except IndexUnavailableError as exc:
+        exc.report = report  # type: ignore[attr-defined]
+        raise
+    return report
+
+
+def _run_files(
+    ray: Any,
+    ingestor: Ingestor,
+    report: IngestReport,
+    walks: list[FolderWalk],
+    paths: Iterable[str],
+    workers: str,
+    tags: dict[str, str],
+    acl: tuple[str, ...],
+    progress: Progress | None,
+    collection: str,
+    root: str | os.PathLike[str] | None,
+    batch: int,
+) -> None:
+    run = _Run(ingestor, report, progress, batch)
+    cpus = int(ray.cluster_resources().get("CPU", 1))
+    size = max(1, min(cpus, int(workers.split(":", 1)[1]) if workers.startswith("local:") else cpus))
+    actor = ray.remote(num_cpus=1)(Worker)
+    actors = [actor.remote(ingestor.embedder.name, ingestor.settings) for _ in range(size)]
+    turn = itertools.cycle(actors)
+    base = Path(root) if root is not None else Path.cwd()
+    files = iter_files(paths, report, walks)
+    inflight: dict[Any, tuple[str, Any]] = {}
+
+    def submit_files() -> None:
+        while len(inflight) < 2 * size:
+            item = next(files, None)
+            if item is None:
+                return
+            source = source_for(item[1], base)
+            try:
+                job = ingestor.job(source, item[1], collection, dict(tags), acl, report)
+            except IndexUnavailableError:
+                raise
+            except ParseError as exc:
+                report.failed.append((source, exc.reason))
+                job = None
+            except FILE_ERRORS as exc:
+                report.failed.append((source, str(exc) or type(exc).__name__))
+                job = None
+            if job is None:
+                run.tick("file", 1)
+                continue
+            inflight[next(turn).prepare.remote(job)] = ("prepare", None)
+
+    submit_files()
+    while inflight:
+        (ref,), _ = ray.wait(list(inflight), num_returns=1)
+        kind, payload = inflight.pop(ref)
+        result = ray.get(ref)
+        if kind == "prepare":
+            if isinstance(result, tuple):
+                report.failed.append(result)
+                run.tick("file", 1)
+            else:
+                _vectors_for(ray, run, result, turn, inflight)
+        else:
+            pending, hashes = payload
+            pending.vectors.update(zip(hashes, result, strict=True))
+            report.chunks_embedded += len(hashes)
+            run.tick("chunks", len(hashes))
+            pending.waiting -= 1
+            if pending.waiting == 0:
+                run.ready.append(pending)
+        run.flush()
+        submit_files()
+    run.flush(force=True)
+    for a in actors:
+        ray.kill(a)
+
+
+def _vectors_for(
+    ray: Any, run: _Run, prepared: Prepared, turn: Any, inflight: dict[Any, tuple[str, Any]]
+) -> None:
+    """Take cached vectors from the store; send the rest to the actors, a local run's batches."""
+    by_hash = {text_hash(c.index_text): c.index_text for c in prepared.chunks}
+    pending = _Pending(prepared, dict(run.ingestor.store.cached_vectors(by_hash)))
+    missing = [(h, t) for h, t in by_hash.items() if h not in pending.vectors]
+    for lo in range(0, len(missing), EMBED_BATCH):
+        part = missing[lo : lo + EMBED_BATCH]
+        inflight[next(turn).embed.remote([t for _, t in part])] = ("embed", (pending, [h for h, _ in part]))
+        pending.waiting += 1
+    if pending.waiting == 0:
+        run.ready.append(pending)

@@ -1,0 +1,145 @@
+"""A circuit breaker for the dense side of retrieval (query embedding + vector search).
+
+The keyword side (FTS5 in SQLite) is the part that must always answer; the dense side may be a
+model or an engine that fails or slows down. Each query runs the dense side on a worker thread
+with a latency budget (``dense_timeout_ms``): when it fails or overruns, the query goes on with
+keyword results only and says so (``Retrieval.degraded``, the trace's ``degraded``, the answer's
+``degraded``). After ``breaker_failures`` failures or overruns in a row the circuit opens: for
+``breaker_cooldown_s`` no query waits for the dense side at all; then one query tries it again
+(half-open) and a success closes the circuit.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable
+from concurrent.futures import Future
+from concurrent.futures import TimeoutError as FutureTimeout
+from dataclasses import dataclass
+from typing import Generic, TypeVar
+
+T = TypeVar("T")
+
+
+@dataclass(frozen=True)
+class Outcome(Generic[T]):
+    """The dense side's result, or None with the reason retrieval went on without it."""
+
+    value: T | None
+    degraded: str | None = None
+
+
+class CircuitBreaker:
+    def __init__(
+        self,
+        timeout_ms: int = 5000,
+        failures: int = 3,
+        cooldown_s: float = 30.0,
+        clock: Callable[[], float] = time.monotonic,
+        workers: int = 8,
+    ) -> None:
+        self.timeout_s = timeout_ms / 1000.0 if timeout_ms > 0 else None
+        self.failures_to_open = failures
+        self.cooldown_s = cooldown_s
+        self.clock = clock
+        self._lock = threading.Lock()
+        self._failures = 0
+        self._opened_at: float | None = None
+        self._trial = False  # a half-open trial is running
+        self.last_failure = ""
+        #: dense calls that may run at once (a call that overran its budget still holds its slot)
+        self._slots = threading.BoundedSemaphore(workers)
+        #: counters for tests and metrics
+        self.calls = self.degraded_calls = 0
+
+    @property
+    def state(self) -> str:
+        with self._lock:
+            return self._state()
+
+    def _state(self) -> str:
+        if self._opened_at is None:
+            return "closed"
+        if self.clock() - self._opened_at >= self.cooldown_s:
+            return "half-open"
+        return "open"
+
+    def _start(self, fn: Callable[[], T]) -> Future[T] | None:
+        """Run ``fn`` on a daemon thread (a call that never returns cannot hold the process at
+        exit); None when every slot is taken by calls that have not returned."""
+        if not self._slots.acquire(blocking=False):
+            return None
+        done: Future[T] = Future()
+
+        def run() -> None:
+            try:
+                done.set_result(fn())
+            except BaseException as exc:
+                done.set_exception(exc)
+            finally:
+                self._slots.release()
+
+        threading.Thread(target=run, name="citeline-dense", daemon=True).start()
+        return done
+
+    def submit(self, fn: Callable[[], T]) -> Future[T] | Outcome[T]:
+        """Start the dense side (or, with the circuit open, an Outcome saying why not)."""
+        with self._lock:
+            self.calls += 1
+            state = self._state()
+            if state == "open" or (state == "half-open" and self._trial):
+                self.degraded_calls += 1
+                assert self._opened_at is not None
+                left = self.cooldown_s - (self.clock() - self._opened_at)
+                return Outcome(
+                    None,
+                    f"dense retrieval off for {max(left, 0):.0f} s more after {self.failures_to_open} "
+                    f"failures in a row (circuit open; last: {self.last_failure})",
+                )
+            if state == "half-open":
+                self._trial = True
+        if self.timeout_s is None:  # no budget: run it here, failures still count
+            done: Future[T] = Future()
+            try:
+                done.set_result(fn())
+            except Exception as exc:
+                done.set_exception(exc)
+            return done
+        started = self._start(fn)
+        if started is None:
+            return self._failed("dense retrieval is busy: earlier calls have not returned")
+        return started
+
+    def result(self, started: Future[T] | Outcome[T], started_at: float) -> Outcome[T]:
+        """Wait for the dense side within what is left of the budget since ``started_at``."""
+        if isinstance(started, Outcome):
+            return started
+        try:
+            if self.timeout_s is None:
+                value = started.result()
+            else:
+                left = max(self.timeout_s - (time.perf_counter() - started_at), 0.0)
+                value = started.result(timeout=left)
+        except FutureTimeout:
+            assert self.timeout_s is not None
+            return self._failed(
+                f"dense retrieval took longer than {self.timeout_s * 1000:.0f} ms (dense_timeout_ms)"
+            )
+        except Exception as exc:  # the dense side is optional: any failure degrades, never fails
+            return self._failed(f"dense retrieval failed: {type(exc).__name__}: {str(exc)[:200]}")
+        with self._lock:
+            self._failures = 0
+            self._opened_at = None
+            self._trial = False
+        return Outcome(value)
+
+    def _failed(self, reason: str) -> Outcome[T]:
+        with self._lock:
+            self.degraded_calls += 1
+            self._failures += 1
+            self.last_failure = reason
+            if self._trial or self._failures >= self.failures_to_open:
+                self._opened_at = self.clock()
+            self._trial = False
+        return Outcome(None, reason)

@@ -1,0 +1,216 @@
+"""Crash safety: `citeline add` killed with SIGKILL at random points, again and again.
+
+After every kill the index opens, passes `citeline check`, holds only whole documents (each one's
+text is exactly one version its file ever had, and its chunks cover it), and running `add` again
+completes the work. `make test` kills 3 times; `make stress` 50 (CITELINE_TEST_KILLS).
+`citeline check --repair` is tested on an index damaged by hand.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import citeline
+from citeline.index.sqlite import DB_NAME
+from citeline.retrieval.filters import Filter, Principal
+
+from .util import cli, cli_env, document, report_figures, size, write_docs
+
+ADMIN = Principal.local_admin()
+
+
+def _start_add(index: Path, docs: Path) -> subprocess.Popen[bytes]:
+    return subprocess.Popen(
+        [sys.executable, "-m", "citeline", "--index", str(index), "add", str(docs), "--prune"],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        env=cli_env(),
+    )
+
+
+def _generation(index: Path) -> int:
+    """The index's write counter (every committed write bumps it), read without locking."""
+    try:
+        conn = sqlite3.connect(f"file:{index / DB_NAME}?mode=ro", uri=True, timeout=5)
+        try:
+            row = conn.execute("SELECT value FROM meta WHERE key = 'generation'").fetchone()
+        finally:
+            conn.close()
+    except sqlite3.Error:
+        return -1
+    return int(row[0]) if row else 0
+
+
+def _verify(index: Path, versions: dict[str, set[str]]) -> dict[str, int]:
+    """The index opens, passes check, and every document is one whole version of its file."""
+    kb = citeline.open(index, create=False)
+    try:
+        report = kb.check()
+        assert report.ok, [p.detail for p in report.problems]
+        docs = kb.documents(Filter.admin())
+        chunks = 0
+        for doc in docs:
+            name = Path(doc.source).name
+            assert name in versions, f"{name} was never a file of the folder"
+            text = kb.text(doc)
+            assert text in versions[name], f"{name}: the stored text is no version of the file"
+            ids = kb.store.document_chunks(doc.id)
+            assert ids, f"{name} has no chunks"
+            resolved = sorted(kb.store.chunks(ids).values(), key=lambda pair: pair[0].start)
+            assert all(text[c.start : c.end] == c.text for c, _ in resolved)
+            ending = text.rstrip()[-50:]
+            assert any(ending in c.text for c, _ in resolved), f"{name} is cut short"
+            chunks += len(ids)
+        return {"documents": len(docs), "chunks": chunks}
+    finally:
+        kb.close()
+
+
+def _matches_folder(index: Path, docs: Path) -> None:
+    kb = citeline.open(index, create=False)
+    try:
+        stored = {Path(d.source).name: kb.text(d) for d in kb.documents(Filter.admin())}
+        on_disk = {p.name: p.read_text(encoding="utf-8") for p in docs.iterdir()}
+        assert stored == on_disk
+    finally:
+        kb.close()
+
+
+def test_kill_during_ingest_again_and_again(tmp_path: Path) -> None:
+    kills = size("KILLS", 3)
+    rng = random.Random(int(os.environ.get("CITELINE_TEST_SEED", "15")))
+    docs, index = tmp_path / "docs", tmp_path / "index"
+    n_docs = 40
+    texts = write_docs(docs, n_docs, version=0, paragraphs=10)
+    versions: dict[str, set[str]] = {name: {text} for name, text in texts.items()}
+    t = time.perf_counter()
+    first = cli(index, "add", str(docs), timeout=600)
+    full = time.perf_counter() - t
+    assert first.returncode == 0, first.stderr
+    figures = {
+        "kills": 0,
+        "killed_mid_run": 0,
+        "killed_after_a_commit": 0,
+        "checks_passed": 0,
+        "readds_completed": 0,
+        "full_add_s": round(full, 2),
+    }
+    next_new = n_docs
+    for round_ in range(1, kills + 1):
+        # change the folder: edit a third of the files, delete two, add two
+        names = sorted(p.name for p in docs.iterdir())
+        for name in rng.sample(names, len(names) // 3):
+            i = int(name[7:10])
+            text = document(i, version=round_, paragraphs=10)
+            (docs / name).write_text(text, encoding="utf-8")
+            versions[name].add(text)
+        for name in rng.sample(names, 2):
+            (docs / name).unlink()
+        for _ in range(2):
+            name = f"report-{next_new:03d}.md"
+            text = document(next_new, version=round_, paragraphs=10)
+            (docs / name).write_text(text, encoding="utf-8")
+            versions[name] = {text}
+            next_new += 1
+        before = _generation(index)
+        proc = _start_add(index, docs)
+        if round_ % 2:  # a random moment of the run, start-up included
+            time.sleep(rng.uniform(0.05, max(full, 0.5)))
+        else:  # once it has committed something: in the middle of the work
+            deadline = time.monotonic() + 120
+            while _generation(index) == before and proc.poll() is None and time.monotonic() < deadline:
+                time.sleep(0.005)
+            time.sleep(rng.uniform(0.0, 0.2))
+        if proc.poll() is None:
+            os.kill(proc.pid, signal.SIGKILL)
+            figures["killed_mid_run"] += 1
+            figures["killed_after_a_commit"] += int(_generation(index) != before)
+        proc.wait(timeout=60)
+        figures["kills"] += 1
+        counts = _verify(index, versions)
+        figures["checks_passed"] += 1
+        if round_ % 3 == 0 or round_ == kills:  # and ingestion completes the work
+            again = cli(index, "add", str(docs), "--prune", timeout=600)
+            assert again.returncode == 0, again.stderr
+            figures["readds_completed"] += 1
+            _matches_folder(index, docs)
+    kb = citeline.open(index, create=False)
+    answer = kb.ask("How often does component C3-4 retry?", ADMIN)
+    assert answer.citations or answer.refused
+    kb.close()
+    report_figures("crash_loop", {**figures, **counts})
+    assert figures["killed_after_a_commit"] >= 1
+
+
+def _damage(index: Path) -> dict[str, str]:
+    """Break the index by hand in every way `check` looks for; returns a victim's source."""
+    conn = sqlite3.connect(index / DB_NAME, isolation_level=None)
+    conn.execute("PRAGMA foreign_keys=OFF")
+    doc_ids = [r[0] for r in conn.execute("SELECT id FROM documents ORDER BY source")]
+    span_victim, vector_victim = doc_ids[0], doc_ids[1]
+    conn.execute(
+        "INSERT INTO chunks_fts(rowid, index_text) VALUES (9999999, 'ghost words nobody wrote')"
+    )  # a keyword row of no chunk
+    rowid, text_hash = conn.execute(
+        "SELECT rowid, text_hash FROM chunks WHERE document_id = ? LIMIT 1", (vector_victim,)
+    ).fetchone()
+    conn.execute("DELETE FROM embeddings WHERE text_hash = ?", (text_hash,))  # a chunk without vector
+    conn.execute(
+        'UPDATE chunks SET "end" = "end" + 100000 WHERE rowid = (SELECT MIN(rowid) FROM chunks WHERE document_id = ?)',
+        (span_victim,),
+    )
+    conn.execute("INSERT INTO doc_acl (document_id, entry) VALUES ('no-such-document', 'group:x')")
+    conn.execute("INSERT INTO blobs (content_hash, data) VALUES ('deadbeef', x'00')")
+    conn.execute(
+        "INSERT INTO embeddings (text_hash, embedder, vector) SELECT 'orphan', embedder, vector FROM embeddings LIMIT 1"
+    )
+    source = conn.execute("SELECT source FROM documents WHERE id = ?", (span_victim,)).fetchone()[0]
+    conn.close()
+    del rowid
+    return {"span_victim": source}
+
+
+def test_check_finds_damage_and_repair_rebuilds(tmp_path: Path) -> None:
+    docs, index = tmp_path / "docs", tmp_path / "index"
+    write_docs(docs, 4)
+    assert cli(index, "add", str(docs)).returncode == 0
+    clean = cli(index, "check")
+    assert clean.returncode == 0 and "ok: 4 documents" in clean.stdout
+    victim = _damage(index)["span_victim"]
+    found = cli(index, "check", "--json")
+    assert found.returncode == 1
+    kinds = {p["kind"] for p in json.loads(found.stdout)["problems"]}
+    assert kinds >= {"keyword-index", "vectors", "span", "orphan"}, kinds
+    text = cli(index, "check")
+    assert text.returncode == 1 and "check --repair" in text.stdout
+    repaired = cli(index, "check", "--repair", "--json")
+    data = json.loads(repaired.stdout)
+    assert repaired.returncode == 0 and data["ok"] and data["remaining"] == [], data
+    assert all(p["repaired"] for p in data["problems"])
+    assert cli(index, "check").returncode == 0
+    kb = citeline.open(index, create=False)
+    left = {d.source for d in kb.documents(Filter.admin())}
+    assert victim not in left and len(left) == 3  # the document that could not be whole was removed
+    kb.close()
+    readd = cli(index, "add", str(docs))  # and is added again from its file
+    assert readd.returncode == 0 and "1 added" in readd.stdout
+    assert cli(index, "check").returncode == 0
+
+
+def test_check_on_a_read_only_index_checks_without_writing(tmp_path: Path) -> None:
+    docs, index = tmp_path / "docs", tmp_path / "index"
+    write_docs(docs, 2)
+    assert cli(index, "add", str(docs)).returncode == 0
+    kb = citeline.open(index, read_only=True)
+    try:
+        assert kb.store.read_only and kb.check().ok
+    finally:
+        kb.close()
