@@ -9,6 +9,7 @@ the folder is printed at the end of the run.
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import time
@@ -271,6 +272,9 @@ def test_hostile_names_titles_and_headings_stay_text(browser: Any, url: str, cor
     )
     page.click("#upload-button")
     wait_until(page, "document.querySelector('#upload-status').textContent.startsWith('Indexed')")
+    # the list is fetched again after the upload: wait for it rather than read it at once (a loaded
+    # CI machine read it empty)
+    wait_until(page, f"document.querySelector('#docs-list').textContent.includes({json.dumps(HOSTILE_NAME)})")
     assert HOSTILE_NAME in page.text_content("#docs-list")
     page.click("#nav-ask")
     s.ask("How often does the Gullrock lighthouse lamp turn?")
