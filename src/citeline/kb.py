@@ -19,7 +19,8 @@ from citeline.answer.generators.base import Generator
 from citeline.components import Components, open_store
 from citeline.errors import AccessError, DocumentNotFoundError, InvalidQuestionError
 from citeline.index.base import Problem, Store
-from citeline.ingest.pipeline import Ingestor, IngestReport, Progress, embed_batches, reembed
+from citeline.ingest.embed import embed_batches, reembed
+from citeline.ingest.pipeline import Ingestor, IngestReport, Progress
 from citeline.models import DEFAULT_COLLECTION, Answer, Document, Hit
 from citeline.retrieval.filters import Filter, Principal
 from citeline.retrieval.hybrid import Retrieval

@@ -393,9 +393,9 @@ def _kb_with(tmp_path: Path, embedder: HashingEmbedder) -> KnowledgeBase:
 def test_embedder_failing_mid_batch_writes_nothing_of_that_document(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import citeline.ingest.pipeline as pipeline
+    import citeline.ingest.embed as embed
 
-    monkeypatch.setattr(pipeline, "RETRY_BACKOFF_S", 0.01)
+    monkeypatch.setattr(embed, "RETRY_BACKOFF_S", 0.01)
     docs = tmp_path / "docs"
     write_docs(docs, 2)
     _big_doc(docs / "valves.md")  # > 64 chunks: several batches
@@ -421,10 +421,10 @@ def test_transient_embedder_failure_is_retried_with_backoff(
 ) -> None:
     from types import SimpleNamespace
 
-    import citeline.ingest.pipeline as pipeline
+    import citeline.ingest.embed as embed
 
     pauses: list[float] = []
-    monkeypatch.setattr(pipeline, "time", SimpleNamespace(sleep=pauses.append, time=time.time))
+    monkeypatch.setattr(embed, "time", SimpleNamespace(sleep=pauses.append, time=time.time))
     docs = tmp_path / "docs"
     docs.mkdir()
     _big_doc(docs / "valves.md")
@@ -433,7 +433,7 @@ def test_transient_embedder_failure_is_retried_with_backoff(
     report = kb.add([docs])
     injected("embedder_transient_failure", 2)
     assert not report.failed and report.added
-    assert pauses == [pipeline.RETRY_BACKOFF_S, pipeline.RETRY_BACKOFF_S * 2]  # exponential backoff
+    assert pauses == [embed.RETRY_BACKOFF_S, embed.RETRY_BACKOFF_S * 2]  # exponential backoff
     assert kb.check().ok
     kb.close()
 

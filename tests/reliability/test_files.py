@@ -73,12 +73,12 @@ def test_sockets_devices_and_broken_links_are_skipped(hkb: KnowledgeBase, tmp_pa
 def test_a_file_swapped_for_a_pipe_after_the_walk_is_refused_without_blocking(
     hkb: KnowledgeBase, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import citeline.ingest.pipeline as pipeline
+    import citeline.ingest.files as files
 
     docs = tmp_path / "d"
     write_docs(docs, 1)
     target = docs / "report-000.md"
-    real = pipeline.not_regular
+    real = files.not_regular
 
     def swap(path: str | os.PathLike[str]) -> str | None:
         verdict = real(path)
@@ -87,7 +87,7 @@ def test_a_file_swapped_for_a_pipe_after_the_walk_is_refused_without_blocking(
             os.mkfifo(target)
         return verdict
 
-    monkeypatch.setattr(pipeline, "not_regular", swap)
+    monkeypatch.setattr(files, "not_regular", swap)
     report = hkb.add([docs])
     assert not report.added and "not a regular file" in dict(report.failed)[str(target)]
 
@@ -308,7 +308,7 @@ def test_file_names_are_escaped_by_the_terminal_helpers() -> None:
 
 
 def test_mode_bits_of_special_files_are_recognised(tmp_path: Path) -> None:
-    from citeline.ingest.pipeline import not_regular
+    from citeline.ingest.files import not_regular
 
     os.mkfifo(tmp_path / "p")
     assert not_regular(tmp_path / "p") == "a named pipe (FIFO)"

@@ -37,20 +37,18 @@ from citeline.errors import (
 )
 from citeline.index.base import DocumentWrite
 from citeline.index.sqlite import text_hash
+from citeline.ingest.embed import embed_checked
+from citeline.ingest.files import FolderWalk, iter_files, source_for
 from citeline.ingest.pipeline import (
     FILE_ERRORS,
     FileJob,
-    FolderWalk,
     Ingestor,
     IngestReport,
     Prepared,
     Progress,
-    embed_checked,
-    iter_files,
     make_chunker,
     pipeline_signature,
     prepare,
-    source_for,
 )
 from citeline.retrieval.filters import Filter
 from citeline.settings import Settings

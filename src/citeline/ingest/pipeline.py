@@ -10,9 +10,8 @@ from __future__ import annotations
 
 import hashlib
 import os
-import stat as stat_module
 import time
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import cast
@@ -29,7 +28,9 @@ from citeline.errors import (
 )
 from citeline.index.base import Store
 from citeline.index.sqlite import text_hash
-from citeline.ingest.registry import parser_for, supported_extensions
+from citeline.ingest.embed import embed_batches
+from citeline.ingest.files import FolderWalk, iter_files, read_regular, source_for, too_big
+from citeline.ingest.registry import parser_for
 from citeline.models import DEFAULT_COLLECTION, Chunk, Document, document_id_for
 from citeline.retrieval.filters import Filter, Principal
 from citeline.settings import Settings
@@ -90,124 +91,6 @@ class IngestReport:
             "chunks_embedded": self.chunks_embedded,
             "chunks_written": self.chunks_written,
         }
-
-
-def source_for(path: Path, root: Path) -> str:
-    """The path relative to ``root`` with / separators, or the absolute path for a file outside it."""
-    absolute = os.path.abspath(path)
-    relative = os.path.relpath(absolute, os.path.abspath(root))
-    if relative == os.pardir or relative.startswith(os.pardir + os.sep) or os.path.isabs(relative):
-        return Path(absolute).as_posix()
-    return Path(relative).as_posix()
-
-
-_KINDS = (
-    (stat_module.S_ISFIFO, "a named pipe (FIFO)"),
-    (stat_module.S_ISSOCK, "a socket"),
-    (stat_module.S_ISCHR, "a character device"),
-    (stat_module.S_ISBLK, "a block device"),
-    (stat_module.S_ISDIR, "a folder"),
-)
-
-
-def not_regular(path: str | os.PathLike[str]) -> str | None:
-    """None for a regular file (or a symbolic link to one), else what it is instead. Never opens it."""
-    try:
-        mode = os.stat(path).st_mode
-    except FileNotFoundError:
-        return "a broken symbolic link" if os.path.islink(path) else "gone (removed while reading)"
-    except OSError as exc:
-        return f"not readable ({exc.strerror or exc})"
-    if stat_module.S_ISREG(mode):
-        return None
-    return next((what for test, what in _KINDS if test(mode)), "not a regular file")
-
-
-def read_regular(path: Path, source: str, limit: int) -> tuple[bytes, float]:
-    """(bytes, mtime) of a regular file of at most ``limit`` bytes. Opened without blocking and
-    checked again once open, so a file swapped for a pipe in between cannot hang the reader."""
-    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0))
-    with os.fdopen(fd, "rb") as f:
-        info = os.fstat(f.fileno())
-        if not stat_module.S_ISREG(info.st_mode):
-            raise ParseError(source, "not a regular file (it changed while being read); only files are read")
-        if info.st_size > limit:
-            raise _too_big(source, info.st_size, limit)
-        data = f.read(limit + 1)
-    if len(data) > limit:
-        raise _too_big(source, len(data), limit)
-    return data, info.st_mtime
-
-
-def _too_big(source: str, size: int, limit: int) -> ParseError:
-    return ParseError(
-        source,
-        f"file is {size / 1048576:.1f} MB, above the {limit / 1048576:g} MB limit "
-        "(raise it with CITELINE_MAX_FILE_MB or max_file_mb in citeline.toml)",
-    )
-
-
-@dataclass
-class FolderWalk:
-    """What one walk of a folder found, for reconciling the folder's documents afterwards."""
-
-    folder: str  # absolute
-    #: absolute paths of every entry with a supported extension, read or not
-    seen: set[str] = field(default_factory=set)
-    #: absolute paths of folders that could not be listed (their documents are never removed)
-    unreadable: list[str] = field(default_factory=list)
-
-
-def walk_folder(folder: Path, report: IngestReport, walk: FolderWalk) -> Iterator[tuple[str, Path]]:
-    """(source as found, path) of each regular file with a supported extension under ``folder``;
-    hidden files and folders are left out, other kinds of files are reported as skipped."""
-    exts = set(supported_extensions())
-
-    def unreadable(exc: OSError) -> None:
-        where = exc.filename if exc.filename is not None else str(folder)
-        walk.unreadable.append(os.path.abspath(where))
-        report.failed.append((str(where), f"folder not readable ({exc.strerror or exc})"))
-
-    for root, dirs, files in os.walk(folder, onerror=unreadable):
-        dirs[:] = sorted(d for d in dirs if not d.startswith("."))
-        for name in sorted(files):
-            child = Path(root) / name
-            if name.startswith(".") or child.suffix.lower() not in exts:
-                continue
-            walk.seen.add(os.path.abspath(child))
-            what = not_regular(child)
-            if what is not None:
-                report.skipped.append(
-                    (str(child), f"{what}, not a regular file: only regular files are read")
-                )
-                continue
-            yield str(child), child
-
-
-def iter_files(
-    paths: Iterable[str], report: IngestReport, walks: list[FolderWalk] | None = None
-) -> Iterator[tuple[str, Path]]:
-    """(source as the user named it, path) for each file; folders are walked recursively (each
-    walk is appended to ``walks``). A path that does not exist is recorded in ``report.not_found``;
-    one that is not a regular file fails with what it is."""
-    for given in paths:
-        path = Path(given)
-        if path.is_dir():
-            walk = FolderWalk(os.path.abspath(path))
-            if walks is not None:
-                walks.append(walk)
-            yield from walk_folder(path, report, walk)
-        elif os.path.lexists(path) and not os.path.exists(path):
-            report.failed.append((given, "a broken symbolic link"))
-        elif path.exists():
-            what = not_regular(path)
-            if what is None:
-                yield given, path
-            else:
-                report.failed.append((given, f"{what}, not a regular file: only regular files are read"))
-        else:
-            report.failed.append((given, "no such file or folder"))
-            report.not_found.append(given)
 
 
 def make_chunker(embedder: Embedder, settings: Settings) -> Chunker:
@@ -453,7 +336,7 @@ class Ingestor:
     def _check_size(self, source: str, size: int) -> None:
         limit = int(self.settings.max_file_mb * 1024 * 1024)
         if size > limit:
-            raise _too_big(source, size, limit)
+            raise too_big(source, size, limit)
 
     def job(
         self,
@@ -553,69 +436,3 @@ class Ingestor:
                 self.store.remove_document(doc.id)
                 report.removed.append(doc.source)
         return report
-
-
-class EmbeddingError(CitelineError):
-    """The embedder failed (after retries) or returned vectors that cannot be right."""
-
-
-#: first pause before retrying a failed embedding batch; doubled for each further try
-RETRY_BACKOFF_S = 0.2
-
-
-def embed_checked(embedder: Embedder, texts: list[str], retries: int = 2) -> np.ndarray:
-    """Vectors for ``texts``: a failing call is retried ``retries`` times with exponential backoff,
-    and what comes back must be one finite vector of the embedder's dimension per text."""
-    for attempt in range(retries + 1):
-        try:
-            vectors = np.asarray(embedder.embed(texts), dtype=np.float32)
-            if vectors.shape != (len(texts), embedder.dim):
-                raise EmbeddingError(
-                    f"the embedder '{embedder.name}' returned an array of shape {vectors.shape} for "
-                    f"{len(texts)} texts of dimension {embedder.dim}"
-                )
-            if not np.isfinite(vectors).all():
-                raise EmbeddingError(f"the embedder '{embedder.name}' returned vectors with NaN or infinity")
-            return vectors
-        except CitelineError:
-            raise
-        except Exception as exc:  # a model runtime error, out of memory, a remote embedder's network
-            if attempt == retries:
-                raise EmbeddingError(
-                    f"the embedder '{embedder.name}' failed on a batch of {len(texts)} chunks "
-                    f"({attempt + 1} tries): {type(exc).__name__}: {exc}; nothing of this document was written"
-                ) from exc
-            time.sleep(RETRY_BACKOFF_S * 2**attempt)
-    raise AssertionError("unreachable")
-
-
-def embed_batches(
-    embedder: Embedder,
-    items: list[tuple[str, str]],
-    progress: Progress | None = None,
-    batch: int = 64,
-    retries: int = 2,
-) -> Iterator[tuple[list[str], np.ndarray]]:
-    """Embed (text hash, text) pairs a batch at a time: (hashes, vectors) per batch."""
-    for lo in range(0, len(items), batch):
-        part = items[lo : lo + batch]
-        vectors = embed_checked(embedder, [t for _, t in part], retries)
-        if progress:
-            progress("chunks", len(part))
-        yield [h for h, _ in part], vectors
-
-
-def reembed(store: Store, new: Embedder, progress: Progress | None = None) -> dict[str, object]:
-    """Embed every chunk with another embedder side by side, then make it the index's in one swap."""
-    pending = store.all_text_hashes()
-    have = store.cached_vectors([h for h, _ in pending], embedder=new.name)
-    todo = [(h, t) for h, t in pending if h not in have]
-    if max(new.count_tokens([t for _, t in todo]), default=0) > new.max_tokens:
-        raise CitelineError(
-            f"Some chunks are longer than '{new.name}' accepts ({new.max_tokens} tokens); re-add the "
-            "documents with that embedder in a fresh index instead."
-        )
-    for hashes, vectors in embed_batches(new, todo, progress):
-        store.add_vectors(new.name, dict(zip(hashes, vectors, strict=True)))
-    store.swap_embedder(new.name, new.version, new.dim)
-    return {"embedder": new.name, "chunks": len(pending), "embedded": len(todo)}
