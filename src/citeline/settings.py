@@ -307,7 +307,9 @@ def is_url(location: str) -> bool:
     return "://" in location
 
 
-_URL_PASSWORD = re.compile(r"(?P<head>[a-zA-Z][\w+.-]*://[^:/@\s]*):(?P<secret>[^@\s]*)@")
+# Bounded scheme and password: linear time on any text (an unbounded scheme tried from every
+# letter of a long word backtracks quadratically; tests/reliability/regex_audit.py).
+_URL_PASSWORD = re.compile(r"(?P<head>[a-zA-Z][\w+.-]{0,31}://[^:/@\s]*):(?P<secret>[^@\s]{0,1024})@")
 _PARAM_PASSWORD = re.compile(r"(?P<head>\bpassword\s*=\s*)(?P<secret>'[^']*'|[^\s&]+)", re.IGNORECASE)
 
 
