@@ -35,7 +35,7 @@ from citeline.errors import (
 )
 from citeline.ingest.pipeline import IngestReport
 from citeline.kb import KnowledgeBase, open_kb
-from citeline.models import DEFAULT_COLLECTION, Answer, Document, Hit
+from citeline.models import DEFAULT_COLLECTION, Answer, Hit
 from citeline.retrieval.filters import Filter, Principal
 from citeline.settings import debug_enabled
 
@@ -413,90 +413,11 @@ def status(ctx: click.Context, as_json: bool) -> None:
     )
 
 
-def document_row(kb: KnowledgeBase, doc: Document) -> dict[str, Any]:
-    return {
-        "id": doc.id,
-        "collection": doc.collection,
-        "source": doc.source,
-        "title": doc.title,
-        "format": doc.format,
-        "size": doc.size,
-        "pages": doc.page_count,
-        "chunks": len(kb.store.document_chunks(doc.id)),
-        "tags": dict(doc.tags),
-        "acl": list(doc.acl),
-        "path": doc.metadata.get("path"),
-        "updated_at": doc.updated_at,
-    }
-
-
-@main.command()
-@json_option()
-@click.option("--collection", "collections", multiple=True, help="Only this collection (repeatable).")
-@click.option("--limit", type=click.IntRange(min=1), help="At most this many.")
-@filter_options
-@click.pass_context
-def documents(
-    ctx: click.Context,
-    /,
-    as_json: bool,
-    collections: tuple[str, ...],
-    limit: int | None,
-    **filters: Any,
-) -> None:
-    """List what is indexed: source, format, chunks, collection, ACL (what --as may read)."""
-    import dataclasses
-    from datetime import datetime
-
-    kb = _kb(ctx)
-    flt = dataclasses.replace(_filter(**filters), collections=collections)
-    docs = kb.documents(flt=flt, limit=limit)
-    total = kb.store.count_documents(flt)
-    rows = [document_row(kb, d) for d in docs]
-    if as_json:
-        _print_json({"documents": rows, "total": total})
-        return
-    if not rows:
-        out.print("No documents. `citeline add PATH` adds files or folders.")
-        return
-    for r in rows:
-        when = datetime.fromtimestamp(r["updated_at"]).strftime("%Y-%m-%d %H:%M")
-        where = "" if r["collection"] == DEFAULT_COLLECTION else f"  [dim]{_n(r['collection'])}[/dim]"
-        acl = f"  [dim]acl {_n(','.join(r['acl']))}[/dim]" if r["acl"] else ""
-        out.print(f"{_n(r['source'])}  [dim]{r['format']}, {r['chunks']} chunks, {when}[/dim]{where}{acl}")
-    if total > len(rows):
-        out.print(f"[dim]{total - len(rows)} more (--limit)[/dim]")
-
-
-@main.command()
-@click.option("--repair", is_flag=True, help="Rebuild derived indexes, drop orphans, embed missing vectors.")
-@json_option()
-@click.pass_context
-def check(ctx: click.Context, repair: bool, as_json: bool) -> None:
-    """Check the index: SQLite integrity, keyword and vector indexes against the chunks, every
-    span in its document, no orphans. Exit code 0 when all is well (or repaired), else 1."""
-    kb = _kb(ctx)
-    report = kb.check(repair=repair)
-    if as_json:
-        _print_json(report.to_json())
-    else:
-        stats = kb.store.stats()
-        for problem in report.problems:
-            fixed = " [green](repaired)[/green]" if problem.repaired else ""
-            out.print(f"[yellow]problem[/yellow] {problem.kind}: {_n(problem.detail)}{fixed}")
-        for problem in report.remaining or []:
-            out.print(f"[red]still wrong[/red] {problem.kind}: {_n(problem.detail)}")
-        if report.ok:
-            state = "repaired" if report.problems else "ok"
-            out.print(f"{state}: {stats['documents']} documents, {stats['chunks']} chunks")
-        elif not repair:
-            out.print("`citeline check --repair` rebuilds what is derived from the stored chunks.")
-    if not report.ok:
-        sys.exit(1)
-
-
 def register_commands() -> None:
-    from citeline import cli_inspect  # noqa: F401 (registers show, reindex, migrate, trace, calibrate)
+    from citeline import (  # noqa: F401 (their commands register on main)
+        cli_documents,  # documents, check
+        cli_inspect,  # show, reindex, migrate, trace, calibrate
+    )
     from citeline.cli_config import backends, config_group
     from citeline.cli_server import register as register_server
     from citeline.eval.answers_cli import register

@@ -10,7 +10,6 @@ import json
 import os
 import sqlite3
 import threading
-import time
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -18,11 +17,12 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from citeline.errors import CitelineError, EmbedderMismatchError, NotAnIndexError, SchemaTooNewError
-from citeline.index.base import DocumentWrite, EmbedderInfo, Problem, Vector
+from citeline.index.base import EmbedderInfo, Problem, Vector
 from citeline.index.dense import DenseMatrix
 from citeline.index.schema import SCHEMA_VERSION, migrate, storage_error, transaction
 from citeline.index.sql_filter import filter_sql
-from citeline.index.sqlite_search import SqliteSearch
+from citeline.index.sqlite_write import SqliteWrites
+from citeline.index.sqlite_write import text_hash as text_hash  # callers import it from here
 from citeline.models import Chunk, Document
 from citeline.retrieval.filters import Filter
 
@@ -38,7 +38,7 @@ _DOC_COLUMNS = (
 )
 
 
-class SqliteStore(SqliteSearch):
+class SqliteStore(SqliteWrites):
     """SQLite (source of truth) + FTS5 (BM25) + a dense matrix (exact cosine search)."""
 
     def __init__(self, folder: Path, *, create: bool = True, read_only: bool = False) -> None:
@@ -151,9 +151,6 @@ class SqliteStore(SqliteSearch):
 
     # -- meta --------------------------------------------------------------------------------
 
-    def _bump_generation(self) -> None:
-        self._set_meta("generation", str(int(self.meta("generation") or 0) + 1))
-
     def embedder_info(self) -> EmbedderInfo | None:
         name = self.meta("embedder")
         if name is None:
@@ -252,156 +249,6 @@ class SqliteStore(SqliteSearch):
     def page_starts(self, document_id: str) -> list[int]:
         row = self.conn.execute("SELECT page_starts FROM documents WHERE id = ?", (document_id,)).fetchone()
         return [] if row is None else list(json.loads(row[0]))
-
-    def replace_document(
-        self,
-        document: Document,
-        text: str,
-        chunks: Sequence[Chunk],
-        vectors: Mapping[str, Vector],
-        page_starts: Sequence[int] = (),
-        original: bytes | None = None,
-    ) -> None:
-        self.replace_documents([DocumentWrite(document, text, chunks, vectors, page_starts, original)])
-
-    def replace_documents(self, writes: Sequence[DocumentWrite]) -> None:
-        name = self.meta("embedder")
-        if name is None:
-            raise CitelineError("Bind an embedder to the index before adding documents.")
-        with self._lock, transaction(self.conn):
-            for write in writes:
-                self._replace(name, write)
-            self._bump_generation()
-
-    def _replace(self, name: str, write: DocumentWrite) -> None:
-        document, chunks, vectors = write.document, write.chunks, write.vectors
-        now = time.time()
-        old = self.conn.execute(
-            "SELECT added_at FROM documents WHERE id = ? OR (collection = ? AND source = ?)",
-            (document.id, document.collection, document.source),
-        ).fetchone()
-        added_at, updated_at = (old[0] if old else now), now
-        if write.keep_times:
-            added_at, updated_at = document.added_at, document.updated_at
-        old_hashes = self._remove(document.id, document.collection, document.source)
-        if write.original is not None:
-            self.conn.execute(
-                "INSERT INTO blobs (content_hash, data) VALUES (?, ?) ON CONFLICT DO NOTHING",
-                (document.content_hash, write.original),
-            )
-        self.conn.execute(
-            "INSERT INTO documents (id, collection, source, title, format, content_hash, size, mtime, "
-            "page_count, metadata, text, page_starts, added_at, updated_at) "
-            "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
-            (
-                document.id,
-                document.collection,
-                document.source,
-                document.title,
-                document.format,
-                document.content_hash,
-                document.size,
-                document.mtime,
-                document.page_count,
-                json.dumps(document.metadata),
-                write.text,
-                json.dumps(list(write.page_starts)),
-                added_at,
-                updated_at,
-            ),
-        )
-        self.conn.executemany(
-            "INSERT INTO doc_tags (document_id, key, value) VALUES (?, ?, ?)",
-            [(document.id, k, v) for k, v in document.tags.items()],
-        )
-        self.conn.executemany(
-            "INSERT INTO doc_acl (document_id, entry) VALUES (?, ?)",
-            [(document.id, e) for e in set(document.acl)],
-        )
-        self.conn.executemany(
-            "INSERT INTO embeddings (text_hash, embedder, vector) VALUES (?, ?, ?) "
-            "ON CONFLICT(text_hash, embedder) DO NOTHING",
-            [(h, name, np.asarray(v, dtype=np.float32).tobytes()) for h, v in vectors.items()],
-        )
-        self.conn.executemany(
-            'INSERT INTO chunks (id, document_id, ordinal, start, "end", page, page_end, heading, kind, '
-            "index_text, text_hash, token_count) VALUES (?,?,?,?,?,?,?,?,?,?,?,?)",
-            [
-                (
-                    c.id,
-                    document.id,
-                    c.ordinal,
-                    c.start,
-                    c.end,
-                    c.page,
-                    c.page_end,
-                    json.dumps(list(c.heading_trail)),
-                    c.kind,
-                    c.index_text,
-                    text_hash(c.index_text),
-                    c.token_count,
-                )
-                for c in chunks
-            ],
-        )
-        missing = self.conn.execute(
-            "SELECT COUNT(*) FROM chunks c WHERE c.document_id = ? AND NOT EXISTS "
-            "(SELECT 1 FROM embeddings e WHERE e.text_hash = c.text_hash AND e.embedder = ?)",
-            (document.id, name),
-        ).fetchone()[0]
-        if missing:
-            raise CitelineError(f"{document.source}: {missing} chunks have no vector; nothing was changed.")
-        self._gc_embeddings(old_hashes)
-
-    def _remove(
-        self, document_id: str, collection: str | None = None, source: str | None = None
-    ) -> list[str]:
-        ids = [document_id]
-        if source is not None:
-            ids += [
-                r[0]
-                for r in self.conn.execute(
-                    "SELECT id FROM documents WHERE collection = ? AND source = ?", (collection, source)
-                )
-            ]
-        hashes: list[str] = []
-        for doc_id in set(ids):
-            hashes += [
-                r[0]
-                for r in self.conn.execute("SELECT text_hash FROM chunks WHERE document_id = ?", (doc_id,))
-            ]
-            self.conn.execute("DELETE FROM chunks WHERE document_id = ?", (doc_id,))
-            self.conn.execute("DELETE FROM documents WHERE id = ?", (doc_id,))
-        return hashes
-
-    def _gc_embeddings(self, hashes: Iterable[str]) -> None:
-        """Drop vectors no chunk uses any more, and originals no document uses (after a remove or an edit)."""
-        self.conn.executemany(
-            "DELETE FROM embeddings WHERE text_hash = ? AND NOT EXISTS (SELECT 1 FROM chunks WHERE text_hash = ?)",
-            [(h, h) for h in set(hashes)],
-        )
-        self.conn.execute(
-            "DELETE FROM blobs WHERE NOT EXISTS (SELECT 1 FROM documents d WHERE d.content_hash = blobs.content_hash)"
-        )
-
-    def update_access(self, document_id: str, tags: Mapping[str, str], acl: Iterable[str]) -> None:
-        """Change a document's tags and ACL without touching its chunks."""
-        with self._lock, transaction(self.conn):
-            self.conn.execute("DELETE FROM doc_tags WHERE document_id = ?", (document_id,))
-            self.conn.execute("DELETE FROM doc_acl WHERE document_id = ?", (document_id,))
-            self.conn.executemany(
-                "INSERT INTO doc_tags (document_id, key, value) VALUES (?, ?, ?)",
-                [(document_id, k, v) for k, v in tags.items()],
-            )
-            self.conn.executemany(
-                "INSERT INTO doc_acl (document_id, entry) VALUES (?, ?)", [(document_id, e) for e in set(acl)]
-            )
-            self._bump_generation()
-
-    def remove_document(self, document_id: str) -> None:
-        with self._lock, transaction(self.conn):
-            self._gc_embeddings(self._remove(document_id))
-            self._bump_generation()
 
     # -- vectors -----------------------------------------------------------------------------
 
@@ -511,12 +358,6 @@ class SqliteStore(SqliteSearch):
             if info is None
             else {"name": info.name, "version": info.version, "dim": info.dim},
         }
-
-
-def text_hash(index_text: str) -> str:
-    import hashlib
-
-    return hashlib.sha256(index_text.encode("utf-8")).hexdigest()
 
 
 def sqlite_factory(

@@ -19,6 +19,7 @@ import sqlite3
 import threading
 import time
 import weakref
+from abc import ABC, abstractmethod
 from collections.abc import Iterable, Mapping
 from typing import Any
 
@@ -43,11 +44,12 @@ def _api_key(row: tuple[Any, ...]) -> ApiKey:
     )
 
 
-class SqliteRecords:
+class SqliteRecords(ABC):
     _lock: threading.RLock
 
+    @abstractmethod
     def _connect(self) -> sqlite3.Connection:
-        raise NotImplementedError
+        """A new connection to the index file (the store decides how: read-write or read-only)."""
 
     def _init_connections(self) -> None:
         self._local = threading.local()
