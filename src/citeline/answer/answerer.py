@@ -18,6 +18,7 @@ from citeline.answer.generators.base import Generator
 from citeline.answer.prompt import near_refusal, parse_free_text
 from citeline.answer.reader import Reader, Reading, reading_json
 from citeline.answer.relevance import Relevance, assess
+from citeline.answer.units import heading_context
 from citeline.answer.verify import Cited, Support, Verifier
 from citeline.errors import InvalidQuestionError
 from citeline.index.base import Store
@@ -274,7 +275,7 @@ class Answerer:
                 valid = tuple(n for n in dict.fromkeys(s.citations) if n in by_number)
                 dropped += [n for n in s.citations if n not in by_number]
                 cited = [
-                    Cited(n, c.text, c.start, " > ".join(c.heading_trail[-2:]))
+                    Cited(n, c.text, c.start, heading_context(c.heading_trail))
                     for n in valid
                     for c in (by_number[n].chunk,)
                 ]

@@ -14,7 +14,7 @@ from citeline.answer.answer_type import can_answer, expected_type
 from citeline.answer.citations import escape_markers
 from citeline.answer.prompt import near_refusal
 from citeline.answer.relevance import weighted_coverage
-from citeline.answer.units import Unit, passage_units
+from citeline.answer.units import Unit, heading_context, passage_units
 from citeline.embedding.base import Embedder
 from citeline.errors import ConfigError
 from citeline.models import Draft, DraftSentence, Passage
@@ -63,7 +63,7 @@ class ExtractiveGenerator:
             for unit in passage_units(p.chunk.text, p.chunk.start):
                 if near_refusal(unit.text) or unit.text.rstrip().endswith("?"):
                     continue  # "I could not find this..." or an FAQ's question is never an answer
-                context = " > ".join(p.chunk.heading_trail[-2:])
+                context = heading_context(p.chunk.heading_trail)
                 candidates.append((p.number, unit, f"{context}: {unit.text}" if context else unit.text))
         if not candidates:
             return []

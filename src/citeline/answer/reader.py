@@ -24,7 +24,7 @@ import numpy.typing as npt
 
 from citeline.answer.facts import neutral_numbers
 from citeline.answer.prompt import near_refusal
-from citeline.answer.units import Unit, passage_units
+from citeline.answer.units import Unit, heading_context, passage_units
 from citeline.errors import ConfigError
 from citeline.models import Hit, Passage
 from citeline.retrieval.query import Query, analyze
@@ -58,21 +58,17 @@ class CrossEncoderModel:
             folder, max_tokens=int(self.config.get("max_tokens", 128)), threads=threads
         )
 
-    def _probabilities(self, task: str, first: str, seconds: Sequence[str]) -> npt.NDArray[np.float32]:
-        if not seconds:
+    def _probabilities(self, task: str, pairs: Sequence[tuple[str, str]]) -> npt.NDArray[np.float32]:
+        if not pairs:
             return np.zeros(0, dtype=np.float32)
-        logits = self.pairs.logits([(self.prefixes[task] + first, s) for s in seconds])
+        logits = self.pairs.logits([(self.prefixes[task] + first, second) for first, second in pairs])
         return _sigmoid(logits[:, -1])
 
     def reader_scores(self, question: str, units: Sequence[str]) -> npt.NDArray[np.float32]:
-        return self._probabilities("reader", question, units)
+        return self._probabilities("reader", [(question, u) for u in units])
 
     def checker_scores(self, claim: str, premises: Sequence[str]) -> npt.NDArray[np.float32]:
-        if not premises:
-            return np.zeros(0, dtype=np.float32)
-        pairs = [neutral_numbers(claim, p) for p in premises]
-        logits = self.pairs.logits([(self.prefixes["checker"] + c, p) for c, p in pairs])
-        return _sigmoid(logits[:, -1])
+        return self._probabilities("checker", [neutral_numbers(claim, p) for p in premises])
 
 
 _MODELS: dict[Path, CrossEncoderModel] = {}
@@ -107,7 +103,7 @@ def candidates(passages: Sequence[Passage]) -> list[Candidate]:
     """
     out: list[Candidate] = []
     for p in passages:
-        context = " > ".join(p.chunk.heading_trail[-2:])
+        context = heading_context(p.chunk.heading_trail)
         units = [
             u
             for u in passage_units(p.chunk.text, p.chunk.start)
@@ -240,7 +236,7 @@ class ReaderReranker:
 
         if not hits:
             return []
-        texts = [f"{' > '.join(h.chunk.heading_trail[-2:])}: {h.chunk.text}" for h in hits]
+        texts = [f"{heading_context(h.chunk.heading_trail)}: {h.chunk.text}" for h in hits]
         scores = self.model.reader_scores(analyze(query).text, texts)
         order = sorted(range(len(hits)), key=lambda i: (-float(scores[i]), i))
         return [

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from citeline.chunking import sentence_spans
@@ -115,3 +116,8 @@ def _units(doc_text: str) -> list[Unit]:
         else:
             merged.append(unit)
     return [u for u in merged if u.text]
+
+
+def heading_context(trail: Sequence[str]) -> str:
+    """What the trained models read before a unit: its last two headings ("Sync Options > Retries")."""
+    return " > ".join(trail[-2:])
