@@ -8,7 +8,7 @@ QUESTION ?= What does error LDG-4012 mean and how do I fix it?
 HOST ?= 127.0.0.1
 PORT ?= 8000
 
-.PHONY: install run serve test test-fast stress fuzz bench bench-pg lint lock clean train train-data train-env
+.PHONY: install run serve test test-fast stress fuzz bench bench-pg bench-peers lint lock clean train train-data train-env
 
 $(STAMP): requirements.lock pyproject.toml
 	@command -v $(PYTHON) >/dev/null 2>&1 || { echo "$(PYTHON) not found; run: make PYTHON=python3 ..."; exit 1; }
@@ -68,6 +68,21 @@ bench: $(STAMP)
 # PostgreSQL + pgvector beside the embedded store: ingest rate, hybrid latency at 100k chunks, 8 clients.
 bench-pg: $(STAMP)
 	$(BIN)/python benchmarks/bench_pg.py
+
+# citeline beside LlamaIndex and Haystack (benchmarks/peers/): same ONNX embedder, chunks and queries;
+# the peers in their own pinned environment. PEERS_ARGS="--docs 5183" runs the whole SciFact corpus.
+PEERS_VENV := benchmarks/peers/.venv
+PEERS_STAMP := $(PEERS_VENV)/.installed-$(shell cat benchmarks/peers/requirements.txt 2>/dev/null | cksum | cut -d' ' -f1)
+PEERS_ARGS ?=
+
+$(PEERS_STAMP): benchmarks/peers/requirements.txt
+	test -x $(PEERS_VENV)/bin/python || $(PYTHON) -m venv $(PEERS_VENV)
+	$(PEERS_VENV)/bin/python -m pip install --quiet --disable-pip-version-check -r benchmarks/peers/requirements.txt
+	rm -f $(PEERS_VENV)/.installed-*
+	touch $@
+
+bench-peers: $(STAMP) $(PEERS_STAMP)
+	$(BIN)/python benchmarks/peers/run.py $(PEERS_ARGS)
 
 # Our reader + claim checker (training/README.md, src/citeline/answer/data/cross-encoder/MODEL_CARD.md).
 # A separate environment: PyTorch is needed to train, never to run.

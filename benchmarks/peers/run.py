@@ -1,0 +1,312 @@
+"""citeline beside LlamaIndex and Haystack in one run: same embedder, same chunks, same queries.
+
+    make bench-peers                                       # 1,000 SciFact documents, 300 test queries
+    make bench-peers PEERS_ARGS="--docs 5183"              # the whole corpus (~45 min on 2 busy cores)
+    .venv/bin/python benchmarks/peers/run.py --docs 300 --queries 50 --tools citeline,haystack
+
+Runs in citeline's environment; each tool is measured in its own process, one after the other
+(citeline first: its chunks are what the peers index), the peers in benchmarks/peers/.venv
+(pinned in benchmarks/peers/requirements.txt, configs in benchmarks/peers/*_pipeline.py).
+
+The corpus is a reproducible slice of SciFact (citeline.eval.beir.fixed_slice): every document
+judged for the chosen test queries plus seeded random others, up to ``--docs``. Each document is
+staged as a Markdown file the way ``citeline eval retrieval`` stages it.
+
+Measured for each tool:
+- cold ingest: citeline ``add`` of the folder into a new index (read, parse, chunk, embed, write);
+  a peer: its indexing pipeline over citeline's chunks of the same files (embedding included,
+  chunking not: the peers get the chunks ready-made).
+- re-add: the same again, nothing changed (citeline: content hashes; peers: see their configs).
+- one-file edit: one file gets a sentence appended, then the whole corpus is added again.
+- query latency p50/p95 over the test queries (after 3 warm-up queries), hybrid BM25 + dense
+  fused by RRF, TOP_K candidates per stage, the query's embedding included for every tool.
+- peak RSS of the tool's process; SciFact nDCG@10 on the slice, chunks collapsed to documents by
+  their best chunk, scored here by citeline.eval.metrics for all tools alike.
+Writes benchmarks/results/peers.json and peers.md; ratios are peer / citeline.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import resource
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parents[1]
+sys.path.insert(0, str(HERE))
+
+from shared import EDITED_FILE, TOP_K, edit_file, text_hash, time_embeddings  # noqa: E402
+
+PEERS = ("llamaindex", "haystack")
+WARMUP = 3
+
+
+def stage(args: argparse.Namespace, work: Path) -> dict[str, Any]:
+    from citeline.eval.beir import fixed_slice, load_beir
+    from citeline.eval.retrieval import _staged_markdown
+
+    full = load_beir(args.dataset, "test")
+    judged_only = fixed_slice(full, n_queries=args.queries, n_distractors=0)
+    extra = max(0, args.docs - len(judged_only.corpus))
+    data = fixed_slice(full, n_queries=args.queries, n_distractors=extra)
+    corpus = work / "corpus"
+    if corpus.exists():
+        shutil.rmtree(corpus)
+    corpus.mkdir(parents=True)
+    for i, (doc_id, doc) in enumerate(data.corpus.items()):
+        (corpus / f"d{i:07d}.md").write_text(_staged_markdown(doc_id, doc), encoding="utf-8")
+    (work / "queries.json").write_text(json.dumps(data.queries), encoding="utf-8")
+    (work / "qrels.json").write_text(json.dumps(data.qrels), encoding="utf-8")
+    return {"documents": len(data.corpus), "queries": len(data.queries), "edited_file": EDITED_FILE}
+
+
+def export_chunks(kb: Any, corpus: Path, only: set[str] | None = None) -> list[dict[str, Any]]:
+    """citeline's chunks of each file, in order: what it embeds and keyword-indexes (index_text)."""
+    from citeline.retrieval.filters import Filter
+
+    rows = []
+    for doc in kb.store.documents(Filter.admin()):
+        name = Path(doc.source).name
+        if only is not None and name not in only:
+            continue
+        beir_id = str(doc.metadata["beir_id"])
+        chunks = sorted(
+            (c for c, _ in kb.store.chunks(kb.store.document_chunks(doc.id)).values()),
+            key=lambda c: c.ordinal,
+        )
+        text = (corpus / name).read_text(encoding="utf-8")
+        rows.append(
+            {
+                "source": name,
+                "beir_id": beir_id,
+                "file_hash": text_hash(text),
+                "text": text,
+                "chunks": [{"key": f"{beir_id}#{c.ordinal}", "text": c.index_text} for c in chunks],
+            }
+        )
+    rows.sort(key=lambda r: r["source"])
+    return rows
+
+
+def citeline_worker(work: Path) -> None:
+    """citeline's side, in its own process (like each peer): ingest, re-add, edit, query."""
+    from citeline.kb import open_kb
+    from citeline.retrieval.filters import Filter
+
+    corpus = work / "corpus"
+    queries: dict[str, str] = json.loads((work / "queries.json").read_text(encoding="utf-8"))
+    index = work / "citeline-index"
+    if index.exists():
+        shutil.rmtree(index)
+    t0 = time.perf_counter()
+    kb = open_kb(str(index))
+    retriever = kb.components.retriever()
+    embed_stats = time_embeddings(kb.embedder)
+    out: dict[str, Any] = {"tool": "citeline", "versions": {"citeline": "0.1.0 (this branch)"}}
+    out["setup_s"] = time.perf_counter() - t0
+    load = os.getloadavg()
+
+    def add() -> dict[str, Any]:
+        before = embed_stats["seconds"]
+        t = time.perf_counter()
+        report = kb.add([str(corpus)], root=str(corpus))
+        return {
+            "seconds": time.perf_counter() - t,
+            "embed_seconds": embed_stats["seconds"] - before,
+            "chunks_embedded": report.chunks_embedded,
+        }
+
+    out["cold_ingest"] = {**add(), "chunks": kb.store.count_chunks(Filter.admin())}
+    rows_all = export_chunks(kb, corpus)
+    (work / "chunks.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows_all), encoding="utf-8")
+    out["readd"] = add()
+    original = edit_file(corpus / EDITED_FILE)
+    try:
+        out["edit"] = {**add(), "chunks": kb.store.count_chunks(Filter.admin())}
+        rows = export_chunks(kb, corpus, only={EDITED_FILE})
+        (work / "edited.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    finally:  # the peers start from the original corpus and make the same edit themselves
+        (corpus / EDITED_FILE).write_text(original, encoding="utf-8")
+
+    beir_of = {r["source"]: r["beir_id"] for r in rows_all}
+    items = list(queries.items())
+    for _qid, q in items[:WARMUP]:
+        retriever.retrieve(q, Filter.admin(), k=TOP_K, rrf_k=kb.settings.rrf_k)
+    runs: dict[str, list[str]] = {}
+    latency: list[float] = []
+    for qid, q in items:
+        t = time.perf_counter()
+        got = retriever.retrieve(q, Filter.admin(), k=TOP_K, rrf_k=kb.settings.rrf_k)
+        latency.append((time.perf_counter() - t) * 1000)
+        runs[qid] = [f"{beir_of[Path(h.source).name]}#{h.chunk.ordinal}" for h in got.hits]
+    out["query_ms"] = latency
+    out["runs"] = runs
+    out["peak_rss_mb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    out["loadavg_start"] = load
+    out["loadavg_end"] = os.getloadavg()
+    kb.close()
+    (work / "citeline.json").write_text(json.dumps(out), encoding="utf-8")
+
+
+def run_tool(tool: str, work: Path, peers_python: Path) -> dict[str, Any]:
+    if tool == "citeline":
+        cmd = [sys.executable, str(HERE / "run.py"), "--worker", "--work", str(work)]
+        env = dict(os.environ, PYTHONPATH=str(ROOT / "src"))
+    else:
+        cmd = [str(peers_python), str(HERE / "worker.py"), "--tool", tool, "--work", str(work)]
+        env = dict(os.environ)
+    env.setdefault("TOKENIZERS_PARALLELISM", "false")
+    print(f"[peers] {tool}: {' '.join(cmd)}", flush=True)
+    t0 = time.perf_counter()
+    subprocess.run(["nice", "-n", "5", *cmd], check=True, env=env)
+    data: dict[str, Any] = json.loads((work / f"{tool}.json").read_text(encoding="utf-8"))
+    data["process_s"] = time.perf_counter() - t0
+    return data
+
+
+def percentile(values: list[float], p: float) -> float:
+    from citeline.eval.metrics import percentile as pct
+
+    return pct(values, p)
+
+
+def score(data: dict[str, Any], qrels: dict[str, dict[str, int]]) -> dict[str, float]:
+    from citeline.eval.metrics import evaluate
+
+    run = {qid: list(dict.fromkeys(k.rsplit("#", 1)[0] for k in keys)) for qid, keys in data["runs"].items()}
+    return evaluate(run, qrels, ("ndcg@10", "recall@10"))
+
+
+def summarise(results: dict[str, dict[str, Any]], qrels: dict[str, dict[str, int]]) -> dict[str, Any]:
+    rows: dict[str, Any] = {}
+    for tool, d in results.items():
+        lat = d["query_ms"]
+        rows[tool] = {
+            "versions": d["versions"],
+            "chunks": d["cold_ingest"].get("chunks"),
+            "cold_ingest_s": d["cold_ingest"]["seconds"],
+            "cold_chunks_embedded": d["cold_ingest"].get("chunks_embedded"),
+            "readd_s": d["readd"]["seconds"],
+            "readd_chunks_embedded": d["readd"].get("chunks_embedded"),
+            "edit_s": d["edit"]["seconds"],
+            "edit_chunks_embedded": d["edit"].get("chunks_embedded"),
+            "query_p50_ms": percentile(lat, 50),
+            "query_p95_ms": percentile(lat, 95),
+            "peak_rss_mb": d["peak_rss_mb"],
+            **score(d, qrels),
+            "loadavg_start": d["loadavg_start"],
+            "loadavg_end": d["loadavg_end"],
+            "process_s": d["process_s"],
+        }
+    base = rows.get("citeline")
+    if base:
+        for r in rows.values():
+            r["ratio_to_citeline"] = {
+                k: (r[k] / base[k] if base[k] else None)
+                for k in (
+                    "cold_ingest_s",
+                    "readd_s",
+                    "edit_s",
+                    "query_p50_ms",
+                    "query_p95_ms",
+                    "peak_rss_mb",
+                    "ndcg@10",
+                )
+            }
+    return rows
+
+
+def markdown(meta: dict[str, Any], rows: dict[str, Any]) -> str:
+    def f(v: float | None, nd: int = 2) -> str:
+        return "n/a" if v is None else f"{v:,.{nd}f}"
+
+    lines = [
+        "# citeline beside LlamaIndex and Haystack (benchmarks/peers/run.py)",
+        "",
+        f"{meta['documents']:,} SciFact documents ({rows.get('citeline', {}).get('chunks', '?')} citeline chunks, "
+        f"the same chunks for every tool), {meta['queries']} test queries, embedder minilm-int8 (ONNX) for all, "
+        f"hybrid BM25 + dense, RRF, top {TOP_K} per stage, query embedding included. {meta['machine']}; "
+        f"load average {meta['loadavg_before'][0]:.1f} before the run, {meta['loadavg_after'][0]:.1f} after. "
+        "Ratios are tool / citeline (below 1 is faster or smaller than citeline; for nDCG above 1 is better).",
+        "",
+        "| tool | cold ingest s | re-add s | one-file edit s | query p50 / p95 ms | peak RSS MB | nDCG@10 |",
+        "|---|---|---|---|---|---|---|",
+    ]
+
+    def cell(tool: str, r: dict[str, Any], key: str, nd: int = 2) -> str:
+        ratio = r.get("ratio_to_citeline", {})
+        if tool == "citeline" or ratio.get(key) is None:
+            return f(r[key], nd)
+        return f"{f(r[key], nd)} ({ratio[key]:.2f}x)"
+
+    for tool, r in rows.items():
+        vers = ", ".join(f"{k} {v}" for k, v in r["versions"].items())
+
+        lines.append(
+            f"| {tool} ({vers}) | {cell(tool, r, 'cold_ingest_s', 1)} | {cell(tool, r, 'readd_s', 3)} | "
+            f"{cell(tool, r, 'edit_s', 3)} | {cell(tool, r, 'query_p50_ms', 1)} / "
+            f"{cell(tool, r, 'query_p95_ms', 1)} | {cell(tool, r, 'peak_rss_mb', 0)} | "
+            f"{cell(tool, r, 'ndcg@10', 3)} |"
+        )
+    lines += [
+        "",
+        "Chunks embedded (cold / re-add / edit): "
+        + "; ".join(
+            f"{t} {r['cold_chunks_embedded']} / {r['readd_chunks_embedded']} / {r['edit_chunks_embedded']}"
+            for t, r in rows.items()
+        ),
+        "",
+        f"Command: `{meta['command']}`",
+        "",
+    ]
+    return "\n".join(lines)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--dataset", default=str(ROOT.parent / "shared" / "datasets" / "scifact"))
+    ap.add_argument("--docs", type=int, default=1000, help="corpus documents (SciFact has 5,183)")
+    ap.add_argument("--queries", type=int, default=300, help="test queries (SciFact test has 300)")
+    ap.add_argument("--tools", default="citeline," + ",".join(PEERS))
+    ap.add_argument(
+        "--work", type=Path, default=Path(os.environ.get("TMPDIR", "/tmp")) / "citeline-bench-peers"
+    )
+    ap.add_argument("--peers-python", type=Path, default=HERE / ".venv" / "bin" / "python")
+    ap.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "results" / "peers")
+    ap.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
+    args = ap.parse_args()
+    if args.worker:
+        citeline_worker(args.work)
+        return
+    tools = [t.strip() for t in args.tools.split(",") if t.strip()]
+    if tools[0] != "citeline":
+        raise SystemExit("--tools must start with citeline: its chunks are what the peers index")
+    args.work.mkdir(parents=True, exist_ok=True)
+    meta: dict[str, Any] = stage(args, args.work)
+    meta["command"] = " ".join(["python", "benchmarks/peers/run.py", *sys.argv[1:]])
+    meta["machine"] = f"{os.cpu_count()} CPUs, {platform.machine()}, Python {platform.python_version()}"
+    meta["loadavg_before"] = os.getloadavg()
+    meta["started"] = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+    results = {tool: run_tool(tool, args.work, args.peers_python) for tool in tools}
+    meta["loadavg_after"] = os.getloadavg()
+    qrels = json.loads((args.work / "qrels.json").read_text(encoding="utf-8"))
+    rows = summarise(results, qrels)
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    raw = {t: {k: v for k, v in d.items() if k != "runs"} for t, d in results.items()}
+    args.out.with_suffix(".json").write_text(
+        json.dumps({"meta": meta, "tools": rows, "raw": raw}, indent=1), encoding="utf-8"
+    )
+    args.out.with_suffix(".md").write_text(markdown(meta, rows), encoding="utf-8")
+    print(markdown(meta, rows))
+
+
+if __name__ == "__main__":
+    main()

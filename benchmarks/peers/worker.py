@@ -1,0 +1,100 @@
+"""One peer, in its own process (run in benchmarks/peers/.venv by run.py): ingest, re-add, edit, query.
+
+    python benchmarks/peers/worker.py --tool llamaindex|haystack --work DIR
+
+Reads DIR/chunks.jsonl (citeline's chunks of every corpus file), DIR/edited.jsonl (the edited
+file's chunks) and DIR/queries.json, writes DIR/<tool>.json. Timings are wall-clock seconds;
+query latency includes embedding the query (as for citeline). Peak memory is this process's
+maximum resident set (the embedder's model included, as in citeline's process).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import resource
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from shared import EDITED_FILE, chunk_table, edit_file, read_corpus, time_embeddings
+
+WARMUP = 3
+
+
+def read_jsonl(path: Path) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+
+
+def make_peer(tool: str, embedder: Any) -> tuple[Any, dict[str, str]]:
+    if tool == "llamaindex":
+        import llamaindex_pipeline
+
+        return llamaindex_pipeline.LlamaIndexPeer(embedder), llamaindex_pipeline.versions()
+    if tool == "haystack":
+        import haystack_pipeline
+
+        return haystack_pipeline.HaystackPeer(embedder), haystack_pipeline.versions()
+    raise SystemExit(f"unknown tool {tool}")
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--tool", required=True)
+    ap.add_argument("--work", required=True, type=Path)
+    args = ap.parse_args()
+    work: Path = args.work
+    corpus = work / "corpus"
+    table = chunk_table(read_jsonl(work / "chunks.jsonl") + read_jsonl(work / "edited.jsonl"))
+    queries: dict[str, str] = json.loads((work / "queries.json").read_text(encoding="utf-8"))
+
+    from shared import citeline_embedder
+
+    t0 = time.perf_counter()
+    embedder = citeline_embedder()
+    embed_stats = time_embeddings(embedder)
+    peer, versions = make_peer(args.tool, embedder)
+    setup_s = time.perf_counter() - t0
+    out: dict[str, Any] = {"tool": args.tool, "versions": versions, "setup_s": setup_s}
+
+    load = os.getloadavg()
+
+    def ingest() -> dict[str, Any]:
+        before = embed_stats["seconds"]
+        t0 = time.perf_counter()
+        stats = peer.ingest(read_corpus(corpus, table))
+        seconds = time.perf_counter() - t0
+        return {"seconds": seconds, "embed_seconds": embed_stats["seconds"] - before, **stats}
+
+    out["cold_ingest"] = {**ingest(), "chunks": peer.count_chunks()}
+    out["readd"] = ingest()
+    original = edit_file(corpus / EDITED_FILE)
+    try:
+        out["edit"] = {**ingest(), "chunks": peer.count_chunks()}
+    finally:
+        (corpus / EDITED_FILE).write_text(original, encoding="utf-8")
+
+    items = list(queries.items())
+    for _qid, q in items[:WARMUP]:
+        peer.search(q)
+    runs: dict[str, list[str]] = {}
+    latency: list[float] = []
+    for qid, q in items:
+        t0 = time.perf_counter()
+        keys = peer.search(q)
+        latency.append((time.perf_counter() - t0) * 1000)
+        runs[qid] = keys
+    out["query_ms"] = latency
+    out["runs"] = runs
+    out["peak_rss_mb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    out["loadavg_start"] = load
+    out["loadavg_end"] = os.getloadavg()
+    (work / f"{args.tool}.json").write_text(json.dumps(out), encoding="utf-8")
+
+
+if __name__ == "__main__":
+    main()
