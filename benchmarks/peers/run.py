@@ -43,7 +43,7 @@ HERE = Path(__file__).resolve().parent
 ROOT = HERE.parents[1]
 sys.path.insert(0, str(HERE))
 
-from shared import EDITED_FILE, TOP_K, edit_file, text_hash, time_embeddings  # noqa: E402
+from shared import EDITED_FILE, TOP_K, Clock, edit_file, query_loop, text_hash, time_embeddings  # noqa: E402
 
 PEERS = ("llamaindex", "haystack")
 WARMUP = 3
@@ -116,10 +116,12 @@ def citeline_worker(work: Path) -> None:
 
     def add() -> dict[str, Any]:
         before = embed_stats["seconds"]
-        t = time.perf_counter()
+        clock = Clock()
         report = kb.add([str(corpus)], root=str(corpus))
+        wall, cpu = clock.lap()
         return {
-            "seconds": time.perf_counter() - t,
+            "seconds": wall,
+            "cpu_seconds": cpu,
             "embed_seconds": embed_stats["seconds"] - before,
             "chunks_embedded": report.chunks_embedded,
         }
@@ -137,18 +139,12 @@ def citeline_worker(work: Path) -> None:
         (corpus / EDITED_FILE).write_text(original, encoding="utf-8")
 
     beir_of = {r["source"]: r["beir_id"] for r in rows_all}
-    items = list(queries.items())
-    for _qid, q in items[:WARMUP]:
-        retriever.retrieve(q, Filter.admin(), k=TOP_K, rrf_k=kb.settings.rrf_k)
-    runs: dict[str, list[str]] = {}
-    latency: list[float] = []
-    for qid, q in items:
-        t = time.perf_counter()
+
+    def search(q: str) -> list[str]:
         got = retriever.retrieve(q, Filter.admin(), k=TOP_K, rrf_k=kb.settings.rrf_k)
-        latency.append((time.perf_counter() - t) * 1000)
-        runs[qid] = [f"{beir_of[Path(h.source).name]}#{h.chunk.ordinal}" for h in got.hits]
-    out["query_ms"] = latency
-    out["runs"] = runs
+        return [f"{beir_of[Path(h.source).name]}#{h.chunk.ordinal}" for h in got.hits]
+
+    out.update(query_loop(search, queries, embed_stats, WARMUP))
     out["peak_rss_mb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     out["loadavg_start"] = load
     out["loadavg_end"] = os.getloadavg()
@@ -162,7 +158,7 @@ def run_tool(tool: str, work: Path, peers_python: Path) -> dict[str, Any]:
         env = dict(os.environ, PYTHONPATH=str(ROOT / "src"))
     else:
         cmd = [str(peers_python), str(HERE / "worker.py"), "--tool", tool, "--work", str(work)]
-        env = dict(os.environ)
+        env = dict(os.environ, HAYSTACK_TELEMETRY_ENABLED="False")  # its documented opt-out: no network here
     env.setdefault("TOKENIZERS_PARALLELISM", "false")
     print(f"[peers] {tool}: {' '.join(cmd)}", flush=True)
     t0 = time.perf_counter()
@@ -185,42 +181,55 @@ def score(data: dict[str, Any], qrels: dict[str, dict[str, int]]) -> dict[str, f
     return evaluate(run, qrels, ("ndcg@10", "recall@10"))
 
 
+RATIO_KEYS = (
+    "cold_ingest_s",
+    "readd_s",
+    "edit_s",
+    "query_p50_ms",
+    "query_p95_ms",
+    "cold_ingest_cpu_s",
+    "readd_cpu_s",
+    "edit_cpu_s",
+    "query_cpu_p50_ms",
+    "query_cpu_p95_ms",
+    "query_noembed_p50_ms",
+    "query_noembed_p95_ms",
+    "peak_rss_mb",
+    "ndcg@10",
+)
+
+
 def summarise(results: dict[str, dict[str, Any]], qrels: dict[str, dict[str, int]]) -> dict[str, Any]:
     rows: dict[str, Any] = {}
     for tool, d in results.items():
-        lat = d["query_ms"]
-        rows[tool] = {
-            "versions": d["versions"],
-            "chunks": d["cold_ingest"].get("chunks"),
-            "cold_ingest_s": d["cold_ingest"]["seconds"],
-            "cold_chunks_embedded": d["cold_ingest"].get("chunks_embedded"),
-            "readd_s": d["readd"]["seconds"],
-            "readd_chunks_embedded": d["readd"].get("chunks_embedded"),
-            "edit_s": d["edit"]["seconds"],
-            "edit_chunks_embedded": d["edit"].get("chunks_embedded"),
-            "query_p50_ms": percentile(lat, 50),
-            "query_p95_ms": percentile(lat, 95),
-            "peak_rss_mb": d["peak_rss_mb"],
-            **score(d, qrels),
-            "loadavg_start": d["loadavg_start"],
-            "loadavg_end": d["loadavg_end"],
-            "process_s": d["process_s"],
-        }
+        lat, cpu = d["query_ms"], d["query_cpu_ms"]
+        noembed = [w - e for w, e in zip(lat, d["query_embed_ms"], strict=True)]
+        row: dict[str, Any] = {"versions": d["versions"], "chunks": d["cold_ingest"].get("chunks")}
+        for phase, name in (("cold_ingest", "cold_ingest"), ("readd", "readd"), ("edit", "edit")):
+            row[f"{name}_s"] = d[phase]["seconds"]
+            row[f"{name}_cpu_s"] = d[phase]["cpu_seconds"]
+            row[f"{name}_embed_s"] = d[phase]["embed_seconds"]
+            row[f"{name}_chunks_embedded"] = d[phase].get("chunks_embedded")
+        row.update(
+            {
+                "query_p50_ms": percentile(lat, 50),
+                "query_p95_ms": percentile(lat, 95),
+                "query_cpu_p50_ms": percentile(cpu, 50),
+                "query_cpu_p95_ms": percentile(cpu, 95),
+                "query_noembed_p50_ms": percentile(noembed, 50),
+                "query_noembed_p95_ms": percentile(noembed, 95),
+                "peak_rss_mb": d["peak_rss_mb"],
+                **score(d, qrels),
+                "loadavg_start": d["loadavg_start"],
+                "loadavg_end": d["loadavg_end"],
+                "process_s": d["process_s"],
+            }
+        )
+        rows[tool] = row
     base = rows.get("citeline")
     if base:
         for r in rows.values():
-            r["ratio_to_citeline"] = {
-                k: (r[k] / base[k] if base[k] else None)
-                for k in (
-                    "cold_ingest_s",
-                    "readd_s",
-                    "edit_s",
-                    "query_p50_ms",
-                    "query_p95_ms",
-                    "peak_rss_mb",
-                    "ndcg@10",
-                )
-            }
+            r["ratio_to_citeline"] = {k: (r[k] / base[k] if base[k] else None) for k in RATIO_KEYS}
     return rows
 
 
@@ -228,41 +237,58 @@ def markdown(meta: dict[str, Any], rows: dict[str, Any]) -> str:
     def f(v: float | None, nd: int = 2) -> str:
         return "n/a" if v is None else f"{v:,.{nd}f}"
 
-    lines = [
-        "# citeline beside LlamaIndex and Haystack (benchmarks/peers/run.py)",
-        "",
-        f"{meta['documents']:,} SciFact documents ({rows.get('citeline', {}).get('chunks', '?')} citeline chunks, "
-        f"the same chunks for every tool), {meta['queries']} test queries, embedder minilm-int8 (ONNX) for all, "
-        f"hybrid BM25 + dense, RRF, top {TOP_K} per stage, query embedding included. {meta['machine']}; "
-        f"load average {meta['loadavg_before'][0]:.1f} before the run, {meta['loadavg_after'][0]:.1f} after. "
-        "Ratios are tool / citeline (below 1 is faster or smaller than citeline; for nDCG above 1 is better).",
-        "",
-        "| tool | cold ingest s | re-add s | one-file edit s | query p50 / p95 ms | peak RSS MB | nDCG@10 |",
-        "|---|---|---|---|---|---|---|",
-    ]
-
     def cell(tool: str, r: dict[str, Any], key: str, nd: int = 2) -> str:
         ratio = r.get("ratio_to_citeline", {})
         if tool == "citeline" or ratio.get(key) is None:
             return f(r[key], nd)
         return f"{f(r[key], nd)} ({ratio[key]:.2f}x)"
 
-    for tool, r in rows.items():
-        vers = ", ".join(f"{k} {v}" for k, v in r["versions"].items())
+    def table(kind: str, suffix: str) -> list[str]:
+        out = [
+            f"| tool | cold ingest s | re-add s | one-file edit s | query p50 / p95 ms{kind} | peak RSS MB | nDCG@10 |",
+            "|---|---|---|---|---|---|---|",
+        ]
+        for tool, r in rows.items():
+            vers = ", ".join(f"{k} {v}" for k, v in r["versions"].items())
+            out.append(
+                f"| {tool} ({vers}) | {cell(tool, r, f'cold_ingest{suffix}_s', 1)} | "
+                f"{cell(tool, r, f'readd{suffix}_s', 3)} | {cell(tool, r, f'edit{suffix}_s', 3)} | "
+                f"{cell(tool, r, f'query{suffix}_p50_ms', 1)} / {cell(tool, r, f'query{suffix}_p95_ms', 1)} | "
+                f"{cell(tool, r, 'peak_rss_mb', 0)} | {cell(tool, r, 'ndcg@10', 3)} |"
+            )
+        return out
 
-        lines.append(
-            f"| {tool} ({vers}) | {cell(tool, r, 'cold_ingest_s', 1)} | {cell(tool, r, 'readd_s', 3)} | "
-            f"{cell(tool, r, 'edit_s', 3)} | {cell(tool, r, 'query_p50_ms', 1)} / "
-            f"{cell(tool, r, 'query_p95_ms', 1)} | {cell(tool, r, 'peak_rss_mb', 0)} | "
-            f"{cell(tool, r, 'ndcg@10', 3)} |"
-        )
-    lines += [
+    lines = [
+        "# citeline beside LlamaIndex and Haystack (benchmarks/peers/run.py)",
+        "",
+        f"{meta['documents']:,} SciFact documents ({rows.get('citeline', {}).get('chunks', '?')} citeline chunks, "
+        f"the same chunks for every tool), {meta['queries']} test queries, embedder minilm-int8 (ONNX) for all, "
+        f"hybrid BM25 + dense, RRF, top {TOP_K} per stage. {meta['machine']}; load average "
+        f"{meta['loadavg_before'][0]:.1f} before the run, {meta['loadavg_after'][0]:.1f} after (other jobs "
+        "share the machine). Ratios are tool / citeline, measured in this run back to back (below 1 the "
+        "tool is faster or smaller than citeline; for nDCG above 1 it is better).",
+        "",
+        "Wall-clock (query latency includes embedding the query, for every tool):",
+        "",
+        *table("", ""),
+        "",
+        "CPU seconds of the tool's process, all threads (less sensitive to the other jobs' load):",
+        "",
+        *table(" (CPU)", "_cpu"),
+        "",
+        "Query latency without the query's embedding (wall ms, p50 / p95): "
+        + "; ".join(
+            f"{t} {f(r['query_noembed_p50_ms'], 1)} / {f(r['query_noembed_p95_ms'], 1)}"
+            for t, r in rows.items()
+        ),
         "",
         "Chunks embedded (cold / re-add / edit): "
         + "; ".join(
-            f"{t} {r['cold_chunks_embedded']} / {r['readd_chunks_embedded']} / {r['edit_chunks_embedded']}"
+            f"{t} {r['cold_ingest_chunks_embedded']} / {r['readd_chunks_embedded']} / {r['edit_chunks_embedded']}"
             for t, r in rows.items()
         ),
+        "; seconds spent in the embedder during cold ingest: "
+        + "; ".join(f"{t} {f(r['cold_ingest_embed_s'], 1)}" for t, r in rows.items()),
         "",
         f"Command: `{meta['command']}`",
         "",

@@ -107,3 +107,36 @@ def time_embeddings(embedder: Any) -> dict[str, float]:
 
     embedder.embed = embed
     return stats
+
+
+class Clock:
+    """Wall-clock and process CPU seconds (every thread of this process: onnxruntime's too)."""
+
+    def __init__(self) -> None:
+        self.wall = time.perf_counter()
+        self.cpu = time.process_time()
+
+    def lap(self) -> tuple[float, float]:
+        return time.perf_counter() - self.wall, time.process_time() - self.cpu
+
+
+def query_loop(
+    search: Any, queries: dict[str, str], embed_stats: dict[str, float], warmup: int = 3
+) -> dict[str, Any]:
+    """Run every query once (after ``warmup`` untimed ones): results, wall, CPU and embedding ms."""
+    items = list(queries.items())
+    for _qid, q in items[:warmup]:
+        search(q)
+    runs: dict[str, list[str]] = {}
+    wall: list[float] = []
+    cpu: list[float] = []
+    embed: list[float] = []
+    for qid, q in items:
+        before = embed_stats["seconds"]
+        clock = Clock()
+        runs[qid] = search(q)
+        w, c = clock.lap()
+        wall.append(w * 1000)
+        cpu.append(c * 1000)
+        embed.append((embed_stats["seconds"] - before) * 1000)
+    return {"runs": runs, "query_ms": wall, "query_cpu_ms": cpu, "query_embed_ms": embed}

@@ -21,7 +21,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from shared import EDITED_FILE, chunk_table, edit_file, read_corpus, time_embeddings
+from shared import EDITED_FILE, Clock, chunk_table, edit_file, query_loop, read_corpus, time_embeddings
 
 WARMUP = 3
 
@@ -65,10 +65,15 @@ def main() -> None:
 
     def ingest() -> dict[str, Any]:
         before = embed_stats["seconds"]
-        t0 = time.perf_counter()
+        clock = Clock()
         stats = peer.ingest(read_corpus(corpus, table))
-        seconds = time.perf_counter() - t0
-        return {"seconds": seconds, "embed_seconds": embed_stats["seconds"] - before, **stats}
+        wall, cpu = clock.lap()
+        return {
+            "seconds": wall,
+            "cpu_seconds": cpu,
+            "embed_seconds": embed_stats["seconds"] - before,
+            **stats,
+        }
 
     out["cold_ingest"] = {**ingest(), "chunks": peer.count_chunks()}
     out["readd"] = ingest()
@@ -78,18 +83,7 @@ def main() -> None:
     finally:
         (corpus / EDITED_FILE).write_text(original, encoding="utf-8")
 
-    items = list(queries.items())
-    for _qid, q in items[:WARMUP]:
-        peer.search(q)
-    runs: dict[str, list[str]] = {}
-    latency: list[float] = []
-    for qid, q in items:
-        t0 = time.perf_counter()
-        keys = peer.search(q)
-        latency.append((time.perf_counter() - t0) * 1000)
-        runs[qid] = keys
-    out["query_ms"] = latency
-    out["runs"] = runs
+    out.update(query_loop(peer.search, queries, embed_stats, WARMUP))
     out["peak_rss_mb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     out["loadavg_start"] = load
     out["loadavg_end"] = os.getloadavg()
