@@ -113,3 +113,10 @@ class HaystackPeer:
     def search(self, query: str) -> list[str]:
         out = self.query.run({"text_embedder": {"text": query}, "bm25_retriever": {"query": query}})
         return [d.id for d in out["document_joiner"]["documents"]]
+
+
+def load_prebuilt(peer: HaystackPeer, items: list[tuple[str, str, list[float]]]) -> None:
+    """For the query-latency-at-scale run (scale.py): documents that already carry their embedding,
+    written by a DocumentWriter; the query pipeline is the same."""
+    writer = DocumentWriter(document_store=peer.store, policy=DuplicatePolicy.SKIP)
+    writer.run(documents=[Document(id=key, content=text, embedding=vector) for key, text, vector in items])

@@ -157,3 +157,11 @@ class LlamaIndexPeer:
     def search(self, query: str) -> list[str]:
         assert self.retriever is not None
         return [n.node.node_id for n in self.retriever.retrieve(query)]
+
+
+def load_prebuilt(peer: LlamaIndexPeer, items: list[tuple[str, str, list[float]]]) -> None:
+    """For the query-latency-at-scale run (scale.py): nodes that already carry their embedding
+    (VectorStoreIndex embeds only nodes without one), then the same hybrid retriever."""
+    nodes = [TextNode(id_=key, text=text, embedding=vector) for key, text, vector in items]
+    peer.index = VectorStoreIndex(nodes, embed_model=peer.embed_model)
+    peer._build_retriever()

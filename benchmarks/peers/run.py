@@ -152,18 +152,20 @@ def citeline_worker(work: Path) -> None:
     (work / "citeline.json").write_text(json.dumps(out), encoding="utf-8")
 
 
-def run_tool(tool: str, work: Path, peers_python: Path) -> dict[str, Any]:
+def run_tool(tool: str, work: Path, peers_python: Path, scale_queries: int = 0) -> dict[str, Any]:
+    extra = ["--scale-queries", str(scale_queries)] if scale_queries else []
     if tool == "citeline":
-        cmd = [sys.executable, str(HERE / "run.py"), "--worker", "--work", str(work)]
+        cmd = [sys.executable, str(HERE / "run.py"), "--worker", "--work", str(work), *extra]
         env = dict(os.environ, PYTHONPATH=str(ROOT / "src"))
     else:
-        cmd = [str(peers_python), str(HERE / "worker.py"), "--tool", tool, "--work", str(work)]
+        cmd = [str(peers_python), str(HERE / "worker.py"), "--tool", tool, "--work", str(work), *extra]
         env = dict(os.environ, HAYSTACK_TELEMETRY_ENABLED="False")  # its documented opt-out: no network here
     env.setdefault("TOKENIZERS_PARALLELISM", "false")
     print(f"[peers] {tool}: {' '.join(cmd)}", flush=True)
     t0 = time.perf_counter()
     subprocess.run(["nice", "-n", "5", *cmd], check=True, env=env)
-    data: dict[str, Any] = json.loads((work / f"{tool}.json").read_text(encoding="utf-8"))
+    name = f"{tool}-scale" if scale_queries else tool
+    data: dict[str, Any] = json.loads((work / f"{name}.json").read_text(encoding="utf-8"))
     data["process_s"] = time.perf_counter() - t0
     return data
 
@@ -296,6 +298,100 @@ def markdown(meta: dict[str, Any], rows: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
+def citeline_scale_worker(work: Path, n_queries: int) -> None:
+    """citeline's side of the query-latency-at-scale run (scale.py), in its own process."""
+    import scale
+
+    from citeline.retrieval.filters import Filter
+
+    queries = dict(list(json.loads((work / "queries.json").read_text(encoding="utf-8")).items())[:n_queries])
+    clock = Clock()
+    kb, _rows = scale.citeline_scale(work)
+    load_s, load_cpu_s = clock.lap()
+    embed_stats = time_embeddings(kb.embedder)
+    retriever = kb.components.retriever()
+    out: dict[str, Any] = {"tool": "citeline", "versions": {"citeline": "0.1.0 (this branch)"}}
+    out["chunks"] = kb.store.count_chunks(Filter.admin())
+    out["load_s"], out["load_cpu_s"] = load_s, load_cpu_s
+    out["loadavg_start"] = os.getloadavg()
+
+    def search(q: str) -> list[str]:
+        got = retriever.retrieve(q, Filter.admin(), k=TOP_K, rrf_k=kb.settings.rrf_k)
+        return [h.chunk.id for h in got.hits]
+
+    out.update(query_loop(search, queries, embed_stats, WARMUP))
+    out["peak_rss_mb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    out["loadavg_end"] = os.getloadavg()
+    kb.close()
+    (work / "citeline-scale.json").write_text(json.dumps(out), encoding="utf-8")
+
+
+SCALE_KEYS = (
+    "query_p50_ms",
+    "query_p95_ms",
+    "query_cpu_p50_ms",
+    "query_noembed_p50_ms",
+    "query_noembed_p95_ms",
+)
+
+
+def summarise_scale(results: dict[str, dict[str, Any]]) -> dict[str, Any]:
+    rows: dict[str, Any] = {}
+    for tool, d in results.items():
+        noembed = [w - e for w, e in zip(d["query_ms"], d["query_embed_ms"], strict=True)]
+        rows[tool] = {
+            "versions": d["versions"],
+            "chunks": d["chunks"],
+            "load_s": d["load_s"],
+            "load_cpu_s": d["load_cpu_s"],
+            "queries": len(d["query_ms"]),
+            "query_p50_ms": percentile(d["query_ms"], 50),
+            "query_p95_ms": percentile(d["query_ms"], 95),
+            "query_cpu_p50_ms": percentile(d["query_cpu_ms"], 50),
+            "query_noembed_p50_ms": percentile(noembed, 50),
+            "query_noembed_p95_ms": percentile(noembed, 95),
+            "peak_rss_mb": d["peak_rss_mb"],
+            "loadavg_start": d["loadavg_start"],
+            "loadavg_end": d["loadavg_end"],
+        }
+    base = rows.get("citeline")
+    if base:
+        for r in rows.values():
+            r["ratio_to_citeline"] = {k: (r[k] / base[k] if base[k] else None) for k in SCALE_KEYS}
+    return rows
+
+
+def scale_markdown(scale: dict[str, Any]) -> str:
+    rows = scale["tools"]
+    n = next(iter(rows.values()))["chunks"]
+    lines = [
+        f"## Query latency at {n:,} chunks (`--scale-chunks`)",
+        "",
+        "Real text (SciFact, then PubMedQA, 3-sentence windows), synthetic vectors (the main run's "
+        f"{scale['meta']['real_vectors_cycled']:,} real MiniLM vectors cycled, plus Gaussian noise sigma "
+        f"{scale['meta']['noise_sigma']}, renormalised), loaded pre-embedded (load times are not compared); "
+        f"the first {next(iter(rows.values()))['queries']} SciFact test queries, hybrid as above, query "
+        "embedding included in the first two columns and taken out in the last. Ratios tool / citeline.",
+        "",
+        "| tool | chunks | query p50 / p95 ms | query CPU p50 ms | without query embedding p50 / p95 ms | peak RSS MB | load average |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for tool, r in rows.items():
+        ratio = r.get("ratio_to_citeline", {})
+
+        def c(key: str, r: dict[str, Any] = r, ratio: dict[str, Any] = ratio, tool: str = tool) -> str:
+            v = f"{r[key]:,.1f}"
+            return v if tool == "citeline" or ratio.get(key) is None else f"{v} ({ratio[key]:.2f}x)"
+
+        lines.append(
+            f"| {tool} | {r['chunks']:,} | {c('query_p50_ms')} / {c('query_p95_ms')} | {c('query_cpu_p50_ms')} | "
+            f"{c('query_noembed_p50_ms')} / {c('query_noembed_p95_ms')} | {r['peak_rss_mb']:,.0f} | "
+            f"{r['loadavg_start'][0]:.1f} |"
+        )
+    lines += ["", f"Command: `{scale['meta']['command']}`", ""]
+    return "\n".join(lines)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--dataset", default=str(ROOT.parent / "shared" / "datasets" / "scifact"))
@@ -307,15 +403,27 @@ def main() -> None:
     )
     ap.add_argument("--peers-python", type=Path, default=HERE / ".venv" / "bin" / "python")
     ap.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "results" / "peers")
+    ap.add_argument("--scale-chunks", type=int, default=0, help="also: query latency at N chunks (scale.py)")
+    ap.add_argument("--scale-queries", type=int, default=30, help="queries of the --scale-chunks run")
+    ap.add_argument(
+        "--scale-only", action="store_true", help="only the --scale-chunks run, on --work of an earlier run"
+    )
     ap.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.worker:
-        citeline_worker(args.work)
+        if args.scale_chunks or "--scale-queries" in sys.argv:
+            citeline_scale_worker(args.work, args.scale_queries)
+        else:
+            citeline_worker(args.work)
         return
     tools = [t.strip() for t in args.tools.split(",") if t.strip()]
     if tools[0] != "citeline":
         raise SystemExit("--tools must start with citeline: its chunks are what the peers index")
     args.work.mkdir(parents=True, exist_ok=True)
+    if args.scale_only:
+        earlier = args.out.with_suffix(".json")
+        run_scale(args, tools, json.loads(earlier.read_text(encoding="utf-8")) if earlier.is_file() else {})
+        return
     meta: dict[str, Any] = stage(args, args.work)
     meta["command"] = " ".join(["python", "benchmarks/peers/run.py", *sys.argv[1:]])
     meta["machine"] = f"{os.cpu_count()} CPUs, {platform.machine()}, Python {platform.python_version()}"
@@ -332,6 +440,29 @@ def main() -> None:
     )
     args.out.with_suffix(".md").write_text(markdown(meta, rows), encoding="utf-8")
     print(markdown(meta, rows))
+    if args.scale_chunks:
+        run_scale(args, tools, {"meta": meta, "tools": rows, "raw": raw})
+
+
+def run_scale(args: argparse.Namespace, tools: list[str], report: dict[str, Any]) -> None:
+    """The --scale-chunks run, added to the report written by the main run."""
+    import scale
+
+    if not args.scale_chunks:
+        raise SystemExit("--scale-only needs --scale-chunks N")
+    meta = scale.prepare(args.work, Path(args.dataset).parent, args.scale_chunks)
+    meta["command"] = " ".join(["python", "benchmarks/peers/run.py", *sys.argv[1:]])
+    meta["loadavg_before"] = os.getloadavg()
+    results = {tool: run_tool(tool, args.work, args.peers_python, args.scale_queries) for tool in tools}
+    meta["loadavg_after"] = os.getloadavg()
+    report["scale"] = {"meta": meta, "tools": summarise_scale(results)}
+    report["raw_scale"] = {t: {k: v for k, v in d.items() if k != "runs"} for t, d in results.items()}
+    args.out.with_suffix(".json").write_text(json.dumps(report, indent=1), encoding="utf-8")
+    text = scale_markdown(report["scale"])
+    if "tools" in report:
+        text = markdown(report["meta"], report["tools"]) + "\n" + text
+    args.out.with_suffix(".md").write_text(text, encoding="utf-8")
+    print(scale_markdown(report["scale"]))
 
 
 if __name__ == "__main__":

@@ -42,12 +42,40 @@ def make_peer(tool: str, embedder: Any) -> tuple[Any, dict[str, str]]:
     raise SystemExit(f"unknown tool {tool}")
 
 
+def scale_main(tool: str, work: Path, n_queries: int) -> None:
+    import scale
+    from shared import citeline_embedder
+
+    queries = dict(list(json.loads((work / "queries.json").read_text(encoding="utf-8")).items())[:n_queries])
+    embedder = citeline_embedder()
+    embed_stats = time_embeddings(embedder)
+    peer, versions = make_peer(tool, embedder)
+    rows, vecs = scale.load_rows(work)
+    clock = Clock()
+    items = [(r["key"], scale.index_text(r), v.tolist()) for r, v in zip(rows, vecs, strict=True)]
+    del vecs
+    __import__(f"{tool}_pipeline").load_prebuilt(peer, items)
+    del items
+    load_s, load_cpu_s = clock.lap()
+    out: dict[str, Any] = {"tool": tool, "versions": versions, "chunks": peer.count_chunks()}
+    out["load_s"], out["load_cpu_s"] = load_s, load_cpu_s
+    out["loadavg_start"] = os.getloadavg()
+    out.update(query_loop(peer.search, queries, embed_stats, WARMUP))
+    out["peak_rss_mb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    out["loadavg_end"] = os.getloadavg()
+    (work / f"{tool}-scale.json").write_text(json.dumps(out), encoding="utf-8")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--tool", required=True)
     ap.add_argument("--work", required=True, type=Path)
+    ap.add_argument("--scale-queries", type=int, default=0, help="query latency at scale (scale.py)")
     args = ap.parse_args()
     work: Path = args.work
+    if args.scale_queries:
+        scale_main(args.tool, work, args.scale_queries)
+        return
     corpus = work / "corpus"
     table = chunk_table(read_jsonl(work / "chunks.jsonl") + read_jsonl(work / "edited.jsonl"))
     queries: dict[str, str] = json.loads((work / "queries.json").read_text(encoding="utf-8"))
