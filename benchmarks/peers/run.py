@@ -140,11 +140,16 @@ def citeline_worker(work: Path) -> None:
 
     beir_of = {r["source"]: r["beir_id"] for r in rows_all}
 
+    degraded: list[str] = []
+
     def search(q: str) -> list[str]:
         got = retriever.retrieve(q, Filter.admin(), k=TOP_K, rrf_k=kb.settings.rrf_k)
+        if got.degraded:
+            degraded.append(got.degraded)
         return [f"{beir_of[Path(h.source).name]}#{h.chunk.ordinal}" for h in got.hits]
 
     out.update(query_loop(search, queries, embed_stats, WARMUP))
+    out["degraded_queries"] = degraded
     out["peak_rss_mb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     out["loadavg_start"] = load
     out["loadavg_end"] = os.getloadavg()
@@ -156,7 +161,9 @@ def run_tool(tool: str, work: Path, peers_python: Path, scale_queries: int = 0) 
     extra = ["--scale-queries", str(scale_queries)] if scale_queries else []
     if tool == "citeline":
         cmd = [sys.executable, str(HERE / "run.py"), "--worker", "--work", str(work), *extra]
-        env = dict(os.environ, PYTHONPATH=str(ROOT / "src"))
+        # dense_timeout_ms = 0: no latency budget, so that a slow query on this loaded machine is
+        # never answered by BM25 alone (every query of every tool is hybrid); counted as degraded
+        env = dict(os.environ, PYTHONPATH=str(ROOT / "src"), CITELINE_DENSE_TIMEOUT_MS="0")
     else:
         cmd = [str(peers_python), str(HERE / "worker.py"), "--tool", tool, "--work", str(work), *extra]
         env = dict(os.environ, HAYSTACK_TELEMETRY_ENABLED="False")  # its documented opt-out: no network here
@@ -221,6 +228,7 @@ def summarise(results: dict[str, dict[str, Any]], qrels: dict[str, dict[str, int
                 "query_noembed_p50_ms": percentile(noembed, 50),
                 "query_noembed_p95_ms": percentile(noembed, 95),
                 "peak_rss_mb": d["peak_rss_mb"],
+                "degraded_queries": len(d.get("degraded_queries", [])),
                 **score(d, qrels),
                 "loadavg_start": d["loadavg_start"],
                 "loadavg_end": d["loadavg_end"],
@@ -315,11 +323,16 @@ def citeline_scale_worker(work: Path, n_queries: int) -> None:
     out["load_s"], out["load_cpu_s"] = load_s, load_cpu_s
     out["loadavg_start"] = os.getloadavg()
 
+    degraded: list[str] = []
+
     def search(q: str) -> list[str]:
         got = retriever.retrieve(q, Filter.admin(), k=TOP_K, rrf_k=kb.settings.rrf_k)
+        if got.degraded:
+            degraded.append(got.degraded)
         return [h.chunk.id for h in got.hits]
 
     out.update(query_loop(search, queries, embed_stats, WARMUP))
+    out["degraded_queries"] = degraded
     out["peak_rss_mb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     out["loadavg_end"] = os.getloadavg()
     kb.close()
@@ -351,6 +364,7 @@ def summarise_scale(results: dict[str, dict[str, Any]]) -> dict[str, Any]:
             "query_noembed_p50_ms": percentile(noembed, 50),
             "query_noembed_p95_ms": percentile(noembed, 95),
             "peak_rss_mb": d["peak_rss_mb"],
+            "degraded_queries": len(d.get("degraded_queries", [])),
             "loadavg_start": d["loadavg_start"],
             "loadavg_end": d["loadavg_end"],
         }
@@ -408,6 +422,11 @@ def main() -> None:
     ap.add_argument(
         "--scale-only", action="store_true", help="only the --scale-chunks run, on --work of an earlier run"
     )
+    ap.add_argument(
+        "--scale-reuse",
+        default="",
+        help="tools whose --scale-chunks results in --work are taken as they are (e.g. to rerun one tool)",
+    )
     ap.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.worker:
@@ -453,7 +472,14 @@ def run_scale(args: argparse.Namespace, tools: list[str], report: dict[str, Any]
     meta = scale.prepare(args.work, Path(args.dataset).parent, args.scale_chunks)
     meta["command"] = " ".join(["python", "benchmarks/peers/run.py", *sys.argv[1:]])
     meta["loadavg_before"] = os.getloadavg()
-    results = {tool: run_tool(tool, args.work, args.peers_python, args.scale_queries) for tool in tools}
+    reuse = {t.strip() for t in args.scale_reuse.split(",") if t.strip()}
+    meta["reused"] = sorted(reuse)
+    results = {
+        tool: json.loads((args.work / f"{tool}-scale.json").read_text(encoding="utf-8"))
+        if tool in reuse
+        else run_tool(tool, args.work, args.peers_python, args.scale_queries)
+        for tool in tools
+    }
     meta["loadavg_after"] = os.getloadavg()
     report["scale"] = {"meta": meta, "tools": summarise_scale(results)}
     report["raw_scale"] = {t: {k: v for k, v in d.items() if k != "runs"} for t, d in results.items()}
