@@ -402,8 +402,13 @@ def scale_markdown(scale: dict[str, Any]) -> str:
             f"{c('query_noembed_p50_ms')} / {c('query_noembed_p95_ms')} | {r['peak_rss_mb']:,.0f} | "
             f"{r['loadavg_start'][0]:.1f} |"
         )
-    lines += ["", f"Command: `{scale['meta']['command']}`", ""]
-    return "\n".join(lines)
+    lines += ["", f"Command: `{scale['meta']['command']}`"]
+    if scale["meta"].get("reused"):
+        lines.append(
+            f"(the figures of {', '.join(scale['meta']['reused'])} are those their workers wrote earlier into the "
+            "same --work folder, on the same chunks and queries)"
+        )
+    return "\n".join([*lines, ""])
 
 
 def main() -> None:
