@@ -297,7 +297,8 @@ def markdown(meta: dict[str, Any], rows: dict[str, Any]) -> str:
             f"{t} {r['cold_ingest_chunks_embedded']} / {r['readd_chunks_embedded']} / {r['edit_chunks_embedded']}"
             for t, r in rows.items()
         ),
-        "; seconds spent in the embedder during cold ingest: "
+        "",
+        "Seconds spent in the embedder during cold ingest (wall): "
         + "; ".join(f"{t} {f(r['cold_ingest_embed_s'], 1)}" for t, r in rows.items()),
         "",
         f"Command: `{meta['command']}`",
@@ -381,8 +382,9 @@ def scale_markdown(scale: dict[str, Any]) -> str:
     lines = [
         f"## Query latency at {n:,} chunks (`--scale-chunks`)",
         "",
-        "Real text (SciFact, then PubMedQA, 3-sentence windows), synthetic vectors (the main run's "
-        f"{scale['meta']['real_vectors_cycled']:,} real MiniLM vectors cycled, plus Gaussian noise sigma "
+        "Real text (SciFact, then PubMedQA, 3-sentence windows), synthetic vectors (the "
+        f"{scale['meta']['real_vectors_cycled']:,} real MiniLM vectors of citeline's index in --work cycled, "
+        "plus Gaussian noise sigma "
         f"{scale['meta']['noise_sigma']}, renormalised), loaded pre-embedded (load times are not compared); "
         f"the first {next(iter(rows.values()))['queries']} SciFact test queries, hybrid as above, query "
         "embedding included in the first two columns and taken out in the last. Ratios tool / citeline.",

@@ -4,7 +4,8 @@ N pre-embedded chunks, then the same queries, each tool in its own process.
 Real text on the keyword side: SciFact abstracts (then PubMedQA contexts) cut into windows of 3
 sentences, stride 1, as benchmarks/bench_pg.py does. Vectors: the real MiniLM vectors of the
 main run's chunks (from citeline's index of the slice, no embedding here), cycled, plus Gaussian
-noise (sigma 0.05 per dimension) and renormalised: synthetic vectors, labelled as such. Loading
+noise (sigma 0.05 per dimension) and renormalised: synthetic vectors, labelled as such. (A
+--scale-only run takes them from whatever citeline index the --work folder holds.) Loading
 is not compared (citeline: Store.replace_documents in batches of 50 documents; LlamaIndex:
 VectorStoreIndex over nodes that already carry their embedding, BM25Retriever built over them;
 Haystack: DocumentWriter of documents that carry theirs); queries go through the same
