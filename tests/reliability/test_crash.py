@@ -26,7 +26,18 @@ from citeline.index.sqlite import DB_NAME
 from citeline.retrieval.filters import Filter, Principal
 from conftest import OpenIndex
 
-from .util import Index, cli, cli_env, document, generation, report_figures, size, write_docs
+from .util import (
+    Index,
+    cli,
+    cli_env,
+    document,
+    generation,
+    matches_folder,
+    report_figures,
+    size,
+    verify_whole,
+    write_docs,
+)
 
 ADMIN = Principal.local_admin()
 
@@ -38,41 +49,6 @@ def _start_add(index: Index, docs: Path) -> subprocess.Popen[bytes]:
         stderr=subprocess.DEVNULL,
         env=cli_env(),
     )
-
-
-def _verify(index: Index, versions: dict[str, set[str]]) -> dict[str, int]:
-    """The index opens, passes check, and every document is one whole version of its file."""
-    kb = citeline.open(index, create=False)
-    try:
-        report = kb.check()
-        assert report.ok, [p.detail for p in report.problems]
-        docs = kb.documents(Filter.admin())
-        chunks = 0
-        for doc in docs:
-            name = Path(doc.source).name
-            assert name in versions, f"{name} was never a file of the folder"
-            text = kb.text(doc)
-            assert text in versions[name], f"{name}: the stored text is no version of the file"
-            ids = kb.store.document_chunks(doc.id)
-            assert ids, f"{name} has no chunks"
-            resolved = sorted(kb.store.chunks(ids).values(), key=lambda pair: pair[0].start)
-            assert all(text[c.start : c.end] == c.text for c, _ in resolved)
-            ending = text.rstrip()[-50:]
-            assert any(ending in c.text for c, _ in resolved), f"{name} is cut short"
-            chunks += len(ids)
-        return {"documents": len(docs), "chunks": chunks}
-    finally:
-        kb.close()
-
-
-def _matches_folder(index: Index, docs: Path) -> None:
-    kb = citeline.open(index, create=False)
-    try:
-        stored = {Path(d.source).name: kb.text(d) for d in kb.documents(Filter.admin())}
-        on_disk = {p.name: p.read_text(encoding="utf-8") for p in docs.iterdir()}
-        assert stored == on_disk
-    finally:
-        kb.close()
 
 
 def test_kill_during_ingest_again_and_again(open_index: OpenIndex, tmp_path: Path) -> None:
@@ -127,13 +103,13 @@ def test_kill_during_ingest_again_and_again(open_index: OpenIndex, tmp_path: Pat
             figures["killed_after_a_commit"] += int(generation(index) != before)
         proc.wait(timeout=60)
         figures["kills"] += 1
-        counts = _verify(index, versions)
+        counts = verify_whole(index, versions)
         figures["checks_passed"] += 1
         if round_ % 3 == 0 or round_ == kills:  # and ingestion completes the work
             again = cli(index, "add", str(docs), "--prune", timeout=600)
             assert again.returncode == 0, again.stderr
             figures["readds_completed"] += 1
-            _matches_folder(index, docs)
+            matches_folder(index, docs)
     kb = citeline.open(index, create=False)
     answer = kb.ask("How often does component C3-4 retry?", ADMIN)
     assert answer.citations or answer.refused

@@ -15,6 +15,9 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import citeline
+from citeline.retrieval.filters import Filter
+
 #: an index location: a folder (the embedded store) or a postgresql:// URL
 Index = str | Path
 
@@ -131,3 +134,40 @@ def hold_write_lock(index: Index) -> Callable[[], None]:
         conn.close()
 
     return release
+
+
+def verify_whole(index: Index, versions: dict[str, set[str]]) -> dict[str, int]:
+    """The index opens, passes check, and every document is one whole version of its file (one of
+    ``versions[name]``), its chunks resolving in its text and covering it to its end."""
+    kb = citeline.open(index, create=False)
+    try:
+        report = kb.check()
+        assert report.ok, [p.detail for p in report.problems]
+        docs = kb.documents(Filter.admin())
+        chunks = 0
+        for doc in docs:
+            name = Path(doc.source).name
+            assert name in versions, f"{name} was never a file of the folder"
+            text = kb.text(doc)
+            assert text in versions[name], f"{name}: the stored text is no version of the file"
+            ids = kb.store.document_chunks(doc.id)
+            assert ids, f"{name} has no chunks"
+            resolved = sorted(kb.store.chunks(ids).values(), key=lambda pair: pair[0].start)
+            assert all(text[c.start : c.end] == c.text for c, _ in resolved)
+            ending = text.rstrip()[-50:]
+            assert any(ending in c.text for c, _ in resolved), f"{name} is cut short"
+            chunks += len(ids)
+        return {"documents": len(docs), "chunks": chunks}
+    finally:
+        kb.close()
+
+
+def matches_folder(index: Index, docs: Path) -> None:
+    """The index holds exactly the folder's files, each as it is now."""
+    kb = citeline.open(index, create=False)
+    try:
+        stored = {Path(d.source).name: kb.text(d) for d in kb.documents(Filter.admin())}
+        on_disk = {p.name: p.read_text(encoding="utf-8") for p in docs.iterdir()}
+        assert stored == on_disk
+    finally:
+        kb.close()

@@ -69,6 +69,31 @@ def storage_error(exc: BaseException, url: str, location: str) -> CitelineError 
     return None
 
 
+#: what the server answers at connection time when it cannot take sessions *now* (it is starting,
+#: stopping or recovering from a crash, or full); anything else it says then (a wrong password,
+#: no such database or role, pg_hba) will not change by trying again
+_TRANSIENT_AT_CONNECT = (
+    "the database system is",  # starting up, shutting down, in recovery mode, not yet accepting...
+    "too many clients",
+    "too many connections",
+    "terminating connection due to administrator command",
+)
+
+
+def unreachable_error(exc: BaseException, url: str, location: str) -> CitelineError | None:
+    """IndexUnavailableError (exit code 4: run again) when opening failed because the server
+    cannot be reached or cannot take sessions now: refused, timed out, closed, restarting. None
+    when the server refused us for good (password, database, role) or the error is another one."""
+    if isinstance(exc, PoolTimeout):
+        return storage_error(exc, url, location)
+    if not isinstance(exc, psycopg.OperationalError) or exc.sqlstate not in (None, "57P01", "57P03", "53300"):
+        return None
+    message = str(exc)
+    if "FATAL:" in message and not any(t in message for t in _TRANSIENT_AT_CONNECT):
+        return None
+    return storage_error(exc, url, location)
+
+
 class PostgresRecords:
     pool: Any
     url: str
@@ -81,7 +106,7 @@ class PostgresRecords:
         try:
             with self.pool.connection() as conn:
                 yield conn
-        except (psycopg.OperationalError, PoolTimeout) as exc:
+        except (psycopg.Error, PoolTimeout) as exc:  # a read that writes (a trace) may meet a read-only server
             raise (storage_error(exc, self.url, self.location) or exc) from None
 
     @contextmanager
