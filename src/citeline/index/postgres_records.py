@@ -103,10 +103,11 @@ class PostgresRecords:
 
     @contextmanager
     def _read(self) -> Iterator[Any]:
+        # a read that writes (a trace, the secret) may meet a read-only server: ReadOnlyIndexError
         try:
             with self.pool.connection() as conn:
                 yield conn
-        except (psycopg.Error, PoolTimeout) as exc:  # a read that writes (a trace) may meet a read-only server
+        except (psycopg.Error, PoolTimeout) as exc:
             raise (storage_error(exc, self.url, self.location) or exc) from None
 
     @contextmanager
