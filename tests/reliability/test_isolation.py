@@ -244,11 +244,14 @@ def test_traces(indexes: dict[str, KnowledgeBase]) -> None:
 def test_cli(indexes: dict[str, KnowledgeBase]) -> None:
     plain, mixed = (indexes[n].settings.index for n in ("plain", "mixed"))
     who = ("--as", "user:bob", "--groups", "eng")
-    for args in (
+    commands = [
         ("search", "--json", QUERIES[0], *who),
         ("ask", "--json", QUERIES[0], *who),
         ("documents", "--json", *who),
-    ):
+    ]
+    if plain.startswith("postgres"):  # the command line above the store is the same: one command
+        commands = commands[1:2]
+    for args in commands:
         a, b = cli(plain, *args), cli(mixed, *args)
         assert a.returncode == b.returncode == 0, (a.stderr, b.stderr)
         same(f"cli.{args[0]}", json.loads(a.stdout), json.loads(b.stdout))
