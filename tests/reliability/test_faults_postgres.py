@@ -1,5 +1,6 @@
-"""Faults of the PostgreSQL store: the server crashed or stopped in the middle of `citeline add` and
-of `ask`, nothing listening at open, a wrong password, a read-only database.
+"""Faults of the PostgreSQL store: the server crashed, stopped or SIGKILLed in the middle of
+`citeline add`, crashed in the middle of `ask`, nothing listening at open, a wrong password, a
+read-only database.
 
 Every one ends in a clear error that names the index with its password masked (exit code 4 when
 trying again later can work, 1 when it cannot), and never in corruption: after the server comes
@@ -65,6 +66,10 @@ class Server:
 
     def stop(self) -> None:
         self.pg.stop(remove=False)
+        self.up = False
+
+    def kill(self) -> None:
+        self.pg.kill()
         self.up = False
 
     def start(self) -> None:
@@ -196,10 +201,12 @@ def test_read_only_database_answers_and_refuses_writes_clearly(
 # -- the server crashes or stops while `citeline add` writes --------------------------------------
 
 
-@pytest.mark.parametrize("how", ["crash", "stop"])
+@pytest.mark.parametrize("how", ["crash", "stop", "kill"])
 def test_server_gone_mid_ingest(server: Server, tmp_path: Path, how: str) -> None:
     """`add` stops with exit code 4 and its summary; after the restart the index is whole and the
-    next `add` completes the work. CITELINE_TEST_SERVER_CRASHES rounds (`make stress` raises it)."""
+    next `add` completes the work. The server crashes (pg_ctl stop -m immediate), stops (a fast
+    shutdown: sessions are terminated) or has every process SIGKILLed (no cleanup at all).
+    CITELINE_TEST_SERVER_CRASHES rounds of each (`make stress` raises it)."""
     rounds = size("SERVER_CRASHES", 1)
     url = server.database(f"ingest_{how}")
     docs = tmp_path / "docs"

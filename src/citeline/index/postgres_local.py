@@ -134,6 +134,21 @@ class LocalPostgres:
             check=True, capture_output=True, timeout=60, **run_as,
         )  # fmt: skip
 
+    def kill(self, timeout: float = 60.0) -> None:
+        """SIGKILL the postmaster and every process it started, as the OOM killer or a host that
+        lost power would (no process gets to clean up; the next start recovers from the WAL)."""
+        import signal
+        import time
+
+        pid = int((Path(self.data) / "postmaster.pid").read_text().split()[0])
+        children = _children(pid)
+        for victim in [pid, *children]:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(victim, signal.SIGKILL)
+        deadline = time.monotonic() + timeout
+        while any(Path(f"/proc/{p}").exists() for p in [pid, *children]) and time.monotonic() < deadline:
+            time.sleep(0.02)  # (zombies of a parent that is not us vanish when init reaps them)
+
     def create_template(self) -> None:
         """A template database with pgvector, so each test database is one CREATE DATABASE away."""
         import psycopg
@@ -192,3 +207,16 @@ def _launch(data: Path, port: int, durable: bool, timeout: float, run_as: dict[s
         check=True, capture_output=True, timeout=timeout + 10, **run_as,
     )  # fmt: skip
     return int((data / "postmaster.pid").read_text().split()[0])
+
+
+def _children(pid: int) -> list[int]:
+    """The pids of the processes whose parent is ``pid`` (Linux /proc)."""
+    out = []
+    for entry in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = entry.read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if int(fields[1]) == pid:
+            out.append(int(entry.parent.name))
+    return out
