@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import json
 import os
+import random
 import shutil
 import signal
 import subprocess
@@ -208,6 +209,7 @@ def test_server_gone_mid_ingest(server: Server, tmp_path: Path, how: str) -> Non
     shutdown: sessions are terminated) or has every process SIGKILLed (no cleanup at all).
     CITELINE_TEST_SERVER_CRASHES rounds of each (`make stress` raises it)."""
     rounds = size("SERVER_CRASHES", 1)
+    rng = random.Random(int(os.environ.get("CITELINE_TEST_SEED", "15")))
     url = server.database(f"ingest_{how}")
     docs = tmp_path / "docs"
     first = write_docs(docs, 4)
@@ -228,6 +230,7 @@ def test_server_gone_mid_ingest(server: Server, tmp_path: Path, how: str) -> Non
         deadline = time.monotonic() + 120
         while generation(url) == before and proc.poll() is None and time.monotonic() < deadline:
             time.sleep(0.01)  # once it has committed a document: in the middle of the work
+        time.sleep(rng.uniform(0.0, 0.4))
         assert proc.poll() is None, "add finished before the server could be stopped"
         getattr(server, how)()
         injected(f"server_{how}_mid_ingest")
