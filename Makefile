@@ -39,8 +39,8 @@ test-fast: $(STAMP)
 
 # The long versions of tests/reliability (a short slice of each runs in `make test`): 50 kills of
 # ingestion, a longer writer/readers run and HTTP load, every fault again, on each store of
-# STRESS_STORES (an index folder, and a database on a throwaway PostgreSQL server), and 10
-# PostgreSQL server crashes and stops in the middle of `add`. Prints [figures] lines.
+# STRESS_STORES (an index folder, and a database on a throwaway PostgreSQL server), and 10 each
+# of PostgreSQL server crashes, stops and SIGKILLs in the middle of `add`. Prints [figures] lines.
 STRESS_KILLS ?= 50
 STRESS_STORES ?= sqlite,postgresql
 STRESS_SERVER_CRASHES ?= 10
