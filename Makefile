@@ -38,13 +38,19 @@ test-fast: $(STAMP)
 	$(BIN)/python -m pytest -q -n 2 --dist loadfile -m "not llm and not dataset"
 
 # The long versions of tests/reliability (a short slice of each runs in `make test`): 50 kills of
-# ingestion, a longer writer/readers run and HTTP load, every fault again. Prints [figures] lines.
+# ingestion, a longer writer/readers run and HTTP load, every fault again, on each store of
+# STRESS_STORES (an index folder, and a database on a throwaway PostgreSQL server), and 10 each
+# of PostgreSQL server crashes, stops and SIGKILLs in the middle of `add`. Prints [figures] lines.
 STRESS_KILLS ?= 50
+STRESS_STORES ?= sqlite,postgresql
+STRESS_SERVER_CRASHES ?= 10
 stress: $(STAMP)
 	CITELINE_TEST_KILLS=$(STRESS_KILLS) CITELINE_TEST_ROUNDS=40 CITELINE_TEST_PROCESS_SECONDS=60 \
-	CITELINE_TEST_REQUESTS=2000 CITELINE_TEST_LOAD_SECONDS=300 \
+	CITELINE_TEST_REQUESTS=2000 CITELINE_TEST_LOAD_SECONDS=300 CITELINE_TEST_STORES=$(STRESS_STORES) \
+	CITELINE_TEST_SERVER_CRASHES=$(STRESS_SERVER_CRASHES) \
 		$(BIN)/python -m pytest -q -s -p no:xdist \
-		tests/reliability/test_crash.py tests/reliability/test_concurrency.py tests/reliability/test_faults.py
+		tests/reliability/test_crash.py tests/reliability/test_concurrency.py tests/reliability/test_faults.py \
+		$(if $(findstring postgresql,$(STRESS_STORES)),tests/reliability/test_faults_postgres.py)
 
 # About an hour: the hypothesis fuzz tests with 100x the examples and the regex audit on 50k-character
 # strings, then each atheris harness (fuzz/) for FUZZ_SECONDS. Findings fail the target.

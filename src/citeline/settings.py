@@ -153,6 +153,12 @@ class Settings:
     )
     # PostgreSQL store (index = postgresql://...)
     pg_pool_size: int = _opt(8, "PostgreSQL: most connections one process keeps open", min=1, max=1000)
+    pg_connect_timeout_s: float = _opt(
+        30.0,
+        "PostgreSQL: seconds a command waits for a connection (a server restarting, every pooled one "
+        "busy) before failing (exit code 4)",
+        min=1.0,
+    )
     pg_exact_scan_rows: int = _opt(
         20_000,
         "PostgreSQL: a dense search whose filter lets through at most this many chunks is exact (no HNSW)",
