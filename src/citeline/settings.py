@@ -151,6 +151,22 @@ class Settings:
     server_allow_anonymous: bool = _opt(
         False, "server: answer requests without a key (read-only, documents marked public only)"
     )
+    # embedded store: derived engines for large indexes (index/engines.py)
+    engine_min_chunks: int = _opt(
+        200_000,
+        "embedded store: from this many chunks, search with tantivy (BM25) and faiss (IVF) instead of "
+        "FTS5 and the exact matrix (0 = always; benchmarks/results/bench_engines.md)",
+        min=0,
+    )
+    engine_exact_rows: int = _opt(
+        20_000,
+        "embedded store with engines: a dense search whose filter lets through at most this many "
+        "chunks is exact over them (no IVF)",
+        min=0,
+    )
+    engine_nprobe: int = _opt(
+        16, "embedded store with engines: IVF lists probed per query (raised for filtered searches)", min=1
+    )
     # PostgreSQL store (index = postgresql://...)
     pg_pool_size: int = _opt(8, "PostgreSQL: most connections one process keeps open", min=1, max=1000)
     pg_exact_scan_rows: int = _opt(
