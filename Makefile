@@ -44,7 +44,8 @@ stress: $(STAMP)
 	CITELINE_TEST_KILLS=$(STRESS_KILLS) CITELINE_TEST_ROUNDS=40 CITELINE_TEST_PROCESS_SECONDS=60 \
 	CITELINE_TEST_REQUESTS=2000 CITELINE_TEST_LOAD_SECONDS=300 \
 		$(BIN)/python -m pytest -q -s -p no:xdist \
-		tests/reliability/test_crash.py tests/reliability/test_concurrency.py tests/reliability/test_faults.py
+		tests/reliability/test_crash.py tests/reliability/test_engine_crash.py tests/reliability/test_concurrency.py \
+		tests/reliability/test_faults.py
 
 # About an hour: the hypothesis fuzz tests with 100x the examples and the regex audit on 50k-character
 # strings, then each atheris harness (fuzz/) for FUZZ_SECONDS. Findings fail the target.

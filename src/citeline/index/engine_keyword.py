@@ -76,7 +76,7 @@ class KeywordEngine:
             .build()
         )
         builder = tv.SchemaBuilder()
-        builder.add_unsigned_field("rowid", stored=False, indexed=True, fast=True)
+        builder.add_integer_field("rowid", stored=False, indexed=True, fast=True)  # i64: a Python int term
         builder.add_text_field("text", stored=False, tokenizer_name=ANALYZER, index_option="position")
         self._schema = builder.build()
 
@@ -143,7 +143,7 @@ class KeywordEngine:
 
     def _document(self, rowid: int, text: str) -> Any:
         doc = self._tv.Document()
-        doc.add_unsigned("rowid", int(rowid))
+        doc.add_integer("rowid", int(rowid))
         doc.add_text("text", text)
         return doc
 

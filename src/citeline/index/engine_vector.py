@@ -98,7 +98,12 @@ class VectorEngine:
         self.tombstones, self._not_deleted, self.unsaved = set(), None, 0
 
     def needs_rebuild(self, embedder: str) -> bool:
-        return self.index is None or embedder != self.embedder or self.ntotal > 4 * max(self.trained, 2_500)
+        return (
+            self.index is None
+            or not self.index.is_trained  # built while the index had no vectors
+            or embedder != self.embedder
+            or self.ntotal > 4 * max(self.trained, 2_500)
+        )
 
     def apply(self, changed: Rowids, present: Rowids, matrix: Matrix, position: int) -> None:
         """Changed rowids: the ones in ``present`` (with ``matrix``, their vectors) are replaced,
