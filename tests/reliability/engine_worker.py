@@ -36,7 +36,17 @@ def write(number: int, version: int) -> DocumentWrite:
         body = f"uniq{number}v{version} part{j} deployment notes number {number * 100 + j}"
         index_text = f"{source} > {body}"
         chunks.append(
-            Chunk(f"{doc_id[:12]}-{j:012d}", doc_id, j, len(text), len(text) + len(body), body, index_text, (), "p")
+            Chunk(
+                f"{doc_id[:12]}-{j:012d}",
+                doc_id,
+                j,
+                len(text),
+                len(text) + len(body),
+                body,
+                index_text,
+                (),
+                "p",
+            )
         )
         vectors[text_hash(index_text)] = vector(number, version, j)
         text += body + "\n\n"

@@ -42,7 +42,7 @@ import numpy.typing as npt
 
 from citeline.index.base import Problem
 from citeline.index.changelog import changed_rowids, log_floor, log_position
-from citeline.index.engine_keyword import KeywordEngine, read_state
+from citeline.index.engine_keyword import KeywordEngine, SliceIndex, read_state
 from citeline.index.engine_vector import VectorEngine
 from citeline.index.schema import snapshot
 from citeline.index.sql_filter import filter_sql
@@ -51,8 +51,22 @@ from citeline.retrieval.filters import Filter
 log = logging.getLogger(__name__)
 Rowids = npt.NDArray[np.int64]
 FOLDER = "engines"
+#: a filter letting through less than this share of the chunks is searched by keyword in an
+#: in-memory index of its slice (engine_keyword.SliceIndex); above, tantivy's ranking is filtered
+SLICE_SHARE = 0.05
 #: an engine this many changes behind (and a fifth of its size) is built anew rather than updated
 REBUILD_CHANGES = 50_000
+
+
+@dataclass(frozen=True)
+class EngineState:
+    """What a search needs to know about the engines (SqliteSearch._engine_state)."""
+
+    generation: int
+    keyword: bool
+    vector: bool
+    embedder: str
+    dim: int
 
 
 @dataclass(frozen=True)
@@ -127,8 +141,8 @@ class Engines:
         if self.keyword is None:
             self.keyword = KeywordEngine(self.folder)
         kw = self.keyword
-        if kw.refresh() and kw.position == position:
-            return True
+        if kw.position == position or (kw.refresh() and kw.position == position):
+            return True  # current in memory: the state file is read only when the log moved
         with self._file_lock() as locked:
             if not locked:
                 return False
@@ -294,9 +308,23 @@ class Engines:
     ) -> list[tuple[int, float]]:
         kw = self.keyword
         assert kw is not None
-        allowed = None if flt.is_empty else self.allowed(conn, flt, generation)
+        if flt.is_empty:
+            with self._lock:
+                return kw.search(phrases, k)
+        allowed = self.allowed(conn, flt, generation)
         with self._lock:
-            return kw.search(phrases, k, allowed)
+            selective = len(allowed) < SLICE_SHARE * max(kw.num_docs(), 1)
+            if not selective:
+                return kw.search(phrases, k, allowed)
+        key = ("keyword:" + repr(flt), generation)
+        found = self._slice(key)
+        if found is None:
+            cond, params = filter_sql(flt, "document_id")
+            rows = conn.execute(f"SELECT rowid, index_text FROM chunks WHERE {cond} ORDER BY rowid", params)
+            found = SliceIndex(kw, rows.fetchall())
+            self._keep(key, found)
+        with self._lock:
+            return found.search(kw, phrases, k)  # type: ignore[no-any-return]
 
     # -- check and repair ----------------------------------------------------------------------
 

@@ -27,7 +27,7 @@ import numpy.typing as npt
 
 from citeline.index.base import Vector
 from citeline.index.dense import DenseMatrix
-from citeline.index.engines import Engines
+from citeline.index.engines import Engines, EngineState
 from citeline.index.schema import FTS_TOKENIZER, snapshot
 from citeline.index.sql_filter import filter_sql
 from citeline.index.sqlite_records import SqliteRecords
@@ -138,29 +138,35 @@ class SqliteSearch(SqliteRecords):
         """The embedder the vector engine was built with (rebuilt when it changes)."""
         return f"{self.meta('embedder')}@{self.meta('embedder_version') or ''}@{self.meta('embedder_dim')}"
 
-    def _engine_state(self) -> tuple[int, bool, bool] | None:
-        """(generation, keyword engine usable, vector engine usable) when the derived engines serve
-        this index (index/engines.py), else None: FTS5 and the matrix do. An engine that cannot be
-        read or brought up to date is logged and left out (SQLite answers)."""
-        generation = int(self.meta("generation") or 0)
-        name = self.meta("embedder")
+    def _engine_state(self) -> EngineState | None:
+        """The derived engines' state when they serve this index (index/engines.py), else None:
+        FTS5 and the matrix do. An engine that cannot be read or brought up to date is logged and
+        left out (SQLite answers)."""
+        meta = dict(
+            self.conn.execute(
+                "SELECT key, value FROM meta WHERE key IN "
+                "('generation', 'embedder', 'embedder_version', 'embedder_dim')"
+            ).fetchall()
+        )
+        generation, name = int(meta.get("generation") or 0), meta.get("embedder")
         if name is None or not self._engines.wanted(self.conn, generation):
             return None
-        dim = int(self.meta("embedder_dim") or 0)
+        dim = int(meta.get("embedder_dim") or 0)
+        tag = f"{name}@{meta.get('embedder_version') or ''}@{dim}"
         try:
-            keyword, vector = self._engines.catch_up(self.conn, name, dim, self._engine_tag())
+            keyword, vector = self._engines.catch_up(self.conn, name, dim, tag)
         except Exception as exc:  # a damaged engine file: whatever its library raises
             log.warning("%s: the derived engines are not usable (%s); searching SQLite", self.location, exc)
             return None
-        return generation, keyword, vector
+        return EngineState(generation, keyword, vector, name, dim)
 
     def keyword_search(self, query: Query | str, flt: Filter, k: int) -> list[tuple[str, float]]:
         expression = fts_match_expression(query)
         if expression is None or k <= 0:
             return []
         state = self._engine_state()
-        if state is not None and state[1] and flt.principal.admin:
-            hits = self._engines.keyword_search(self.conn, keyword_phrases(query), flt, k, state[0])
+        if state is not None and state.keyword and flt.principal.admin:
+            hits = self._engines.keyword_search(self.conn, keyword_phrases(query), flt, k, state.generation)
             return self._ids_for_rowids(hits)
         if not flt.principal.admin:
             with snapshot(self.conn):
@@ -278,9 +284,10 @@ class SqliteSearch(SqliteRecords):
 
     def vector_search(self, vector: Vector, flt: Filter, k: int) -> list[tuple[str, float]]:
         state = self._engine_state()
-        if state is not None and state[2] and k > 0:
-            name, dim = str(self.meta("embedder")), int(self.meta("embedder_dim") or 0)
-            hits = self._engines.vector_search(self.conn, vector, flt, k, state[0], name, dim)
+        if state is not None and state.vector and k > 0:
+            hits = self._engines.vector_search(
+                self.conn, vector, flt, k, state.generation, state.embedder, state.dim
+            )
             return self._ids_for_rowids(hits)
         dense = self._dense_matrix()
         allowed = None
@@ -306,10 +313,10 @@ class SqliteSearch(SqliteRecords):
         cond, params = filter_sql(flt, "c.document_id")
         weights: dict[str, float] = {}
         state = self._engine_state() if terms and flt.principal.admin else None
-        if state is not None and state[1]:
+        if state is not None and state.keyword:
             for term in terms:
                 phrases = keyword_phrases(term)
-                df = self._engines.term_count(self.conn, phrases, flt, state[0]) if phrases else 0
+                df = self._engines.term_count(self.conn, phrases, flt, state.generation) if phrases else 0
                 weights[term] = math.log(1.0 + (n - df + 0.5) / (df + 0.5))
             return weights
         for term in terms:
