@@ -165,7 +165,10 @@ class Settings:
         min=0,
     )
     engine_nprobe: int = _opt(
-        16, "embedded store with engines: IVF lists probed per query (raised for filtered searches)", min=1
+        32,
+        "embedded store with engines: IVF lists probed per query, divided by the share of chunks a "
+        "filter lets through (benchmarks/results/bench_engines.md)",
+        min=1,
     )
     # PostgreSQL store (index = postgresql://...)
     pg_pool_size: int = _opt(8, "PostgreSQL: most connections one process keeps open", min=1, max=1000)

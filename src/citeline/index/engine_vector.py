@@ -157,9 +157,12 @@ class VectorEngine:
         self.index, self._file, self.position = None, None, -1
 
     def nprobe_for(self, base: int, selectivity: float) -> int:
-        """More lists for a filtered search: the k-th allowed neighbour lies further out."""
+        """More lists for a filtered search: the k-th allowed neighbour lies further out, about
+        1/selectivity times as many vectors away (1/sqrt(selectivity) measured recall 0.94 at 10%
+        in tests/index/test_engines.py; the lists scanned hold as many allowed vectors as an
+        unfiltered search scans)."""
         nlist = int(self.index.nlist)
-        return max(1, min(nlist, math.ceil(base / math.sqrt(max(selectivity, 1e-6)))))
+        return max(1, min(nlist, math.ceil(base / max(selectivity, 1e-6))))
 
     def search(
         self, vector: Matrix, k: int, nprobe: int, allowed_bitmap: npt.NDArray[np.uint8] | None = None
@@ -171,7 +174,7 @@ class VectorEngine:
         faiss = self.faiss
         selector = None
         if allowed_bitmap is not None:
-            selector = faiss.IDSelectorBitmap(len(allowed_bitmap) * 8, faiss.swig_ptr(allowed_bitmap))
+            selector = faiss.IDSelectorBitmap(len(allowed_bitmap), faiss.swig_ptr(allowed_bitmap))  # n: bytes
         elif self.tombstones:
             if self._not_deleted is None:
                 batch = faiss.IDSelectorBatch(np.fromiter(self.tombstones, dtype=np.int64))

@@ -75,7 +75,7 @@ class EngineSettings:
 
     min_chunks: int = 200_000
     exact_rows: int = 20_000
-    nprobe: int = 16
+    nprobe: int = 32
 
 
 def engines_present(index_folder: Path) -> bool:
