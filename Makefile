@@ -8,7 +8,7 @@ QUESTION ?= What does error LDG-4012 mean and how do I fix it?
 HOST ?= 127.0.0.1
 PORT ?= 8000
 
-.PHONY: install run serve test test-fast stress fuzz bench bench-pg lint lock clean train train-data train-env
+.PHONY: install run serve test test-fast stress fuzz bench bench-pg bench-engines lint lock clean train train-data train-env
 
 $(STAMP): requirements.lock pyproject.toml
 	@command -v $(PYTHON) >/dev/null 2>&1 || { echo "$(PYTHON) not found; run: make PYTHON=python3 ..."; exit 1; }
@@ -69,6 +69,12 @@ bench: $(STAMP)
 # PostgreSQL + pgvector beside the embedded store: ingest rate, hybrid latency at 100k chunks, 8 clients.
 bench-pg: $(STAMP)
 	$(BIN)/python benchmarks/bench_pg.py
+
+# The embedded store's derived engines (tantivy, faiss) beside FTS5 + exact search, 100k chunks
+# (ENGINE_CHUNKS=1000000 for 1M: writes through the Store API, about an hour on 2 cores).
+ENGINE_CHUNKS ?= 100000
+bench-engines: $(STAMP)
+	nice -n 5 $(BIN)/python benchmarks/bench_engines.py --chunks $(ENGINE_CHUNKS)
 
 # Our reader + claim checker (training/README.md, src/citeline/answer/data/cross-encoder/MODEL_CARD.md).
 # A separate environment: PyTorch is needed to train, never to run.

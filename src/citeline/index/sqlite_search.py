@@ -20,6 +20,7 @@ import sqlite3
 import threading
 from collections import Counter, defaultdict
 from collections.abc import Sequence
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -103,6 +104,8 @@ class SqliteSearch(SqliteRecords):
     _dense: DenseMatrix | None
     _dense_generation: int
     _engines: Engines
+    folder: Path
+    location: str
     #: (generation, rowids sorted, FTS token count of each): the lengths BM25 needs
     _lengths: tuple[int, npt.NDArray[np.int64], npt.NDArray[np.float64]] | None = None
 
