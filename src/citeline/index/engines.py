@@ -40,6 +40,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from citeline.errors import IndexBusyError
 from citeline.index.base import Problem
 from citeline.index.changelog import changed_rowids, log_floor, log_position
 from citeline.index.engine_keyword import KeywordEngine, SliceIndex, read_state
@@ -368,14 +369,14 @@ class Engines:
 
     def rebuild(self, conn: sqlite3.Connection, embedder: str, dim: int, tag: str) -> None:
         """Drop the engines' files and build them again from SQLite."""
-        with self._lock, self._file_lock():
-            for engine in (self.keyword, self.vector):
-                if engine is not None:
-                    engine.remove_files()
-            if self.keyword is None:
-                self.keyword = KeywordEngine(self.folder)
-            if self.vector is None:
-                self.vector = VectorEngine(self.folder)
+        with self._lock, self._file_lock() as locked:
+            if not locked:
+                raise IndexBusyError(
+                    f"{self.folder}: another process is updating the search engines (or the index is "
+                    "read-only); run `citeline check --repair` again when it is done."
+                )
+            self.keyword = self.keyword or KeywordEngine(self.folder)
+            self.vector = self.vector or VectorEngine(self.folder)
             self.keyword.remove_files()
             self.vector.remove_files()
             self._slices.clear()
