@@ -74,7 +74,7 @@ class EngineState:
 class EngineSettings:
     """The settings that concern the engines (settings.py: engine_*)."""
 
-    min_chunks: int = 200_000
+    min_chunks: int = 20_000
     exact_rows: int = 20_000
     nprobe: int = 32
 
