@@ -8,7 +8,7 @@ QUESTION ?= What does error LDG-4012 mean and how do I fix it?
 HOST ?= 127.0.0.1
 PORT ?= 8000
 
-.PHONY: install run serve test test-fast stress fuzz bench bench-pg lint lock clean train train-data train-env
+.PHONY: install run serve test test-fast stress fuzz bench bench-pg bench-engines lint lock clean train train-data train-env
 
 $(STAMP): requirements.lock pyproject.toml
 	@command -v $(PYTHON) >/dev/null 2>&1 || { echo "$(PYTHON) not found; run: make PYTHON=python3 ..."; exit 1; }
@@ -49,7 +49,8 @@ stress: $(STAMP)
 	CITELINE_TEST_REQUESTS=2000 CITELINE_TEST_LOAD_SECONDS=300 CITELINE_TEST_STORES=$(STRESS_STORES) \
 	CITELINE_TEST_SERVER_CRASHES=$(STRESS_SERVER_CRASHES) \
 		$(BIN)/python -m pytest -q -s -p no:xdist \
-		tests/reliability/test_crash.py tests/reliability/test_concurrency.py tests/reliability/test_faults.py \
+		tests/reliability/test_crash.py tests/reliability/test_engine_crash.py tests/reliability/test_concurrency.py \
+		tests/reliability/test_faults.py \
 		$(if $(findstring postgresql,$(STRESS_STORES)),tests/reliability/test_faults_postgres.py)
 
 # About an hour: the hypothesis fuzz tests with 100x the examples and the regex audit on 50k-character
@@ -74,6 +75,12 @@ bench: $(STAMP)
 # PostgreSQL + pgvector beside the embedded store: ingest rate, hybrid latency at 100k chunks, 8 clients.
 bench-pg: $(STAMP)
 	$(BIN)/python benchmarks/bench_pg.py
+
+# The embedded store's derived engines (tantivy, faiss) beside FTS5 + exact search, 100k chunks
+# (ENGINE_CHUNKS=1000000 for 1M: writes through the Store API, about an hour on 2 cores).
+ENGINE_CHUNKS ?= 100000
+bench-engines: $(STAMP)
+	nice -n 5 $(BIN)/python benchmarks/bench_engines.py --chunks $(ENGINE_CHUNKS)
 
 # Our reader + claim checker (training/README.md, src/citeline/answer/data/cross-encoder/MODEL_CARD.md).
 # A separate environment: PyTorch is needed to train, never to run.
