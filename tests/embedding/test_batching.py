@@ -68,3 +68,12 @@ def test_duplicate_texts_are_tokenized_once(embedder: OnnxEmbedder) -> None:
     v = embedder.embed(["the same text twice"] * 2 + ["a different text"])
     assert embedder.texts_tokenized - before == 2
     assert np.abs(v[0] - v[1]).max() == 0.0
+
+
+def test_windows_of_texts_keep_input_order(embedder: OnnxEmbedder, monkeypatch: pytest.MonkeyPatch) -> None:
+    import citeline.embedding.onnx as onnx
+
+    together = embedder.embed(TEXTS)
+    monkeypatch.setattr(onnx, "WINDOW", 2)  # large files are tokenized a window at a time
+    assert np.abs(embedder.embed(TEXTS) - together).max() < 1e-5
+    assert embedder.count_tokens(TEXTS) == [len(embedder._tokenizer.encode(t).ids) for t in TEXTS]
