@@ -20,8 +20,8 @@ def make_embedder(spec: str, threads: int = 0) -> Embedder:
     if key not in _loaded:
         from citeline.registry import registry
 
-        options = {"threads": threads} if threads else {}
-        embedder: Embedder = registry.create("embedder", spec, **options)
+        options: dict[str, object] = {"threads": threads} if threads else {}
+        embedder: Embedder = registry.create("embedder", spec, None, **options)
         _loaded[key] = embedder
     return _loaded[key]
 
