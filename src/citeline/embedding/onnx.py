@@ -7,6 +7,7 @@ Any local folder holding ``model.onnx`` and ``tokenizer.json`` works the same wa
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import os
 import threading
@@ -109,11 +110,7 @@ class OnnxEmbedder:
         # One encoding serves counting and embedding: no truncation, no padding (done per batch).
         self._tokenizer.no_truncation()
         self._tokenizer.no_padding()
-        # Texts over max_tokens (rare: chunks are cut below it) are encoded again truncated, so
-        # any tokenizer's template truncates exactly as it would itself.
-        self._truncating = Tokenizer.from_file(str(tokenizer_path))
-        self._truncating.enable_truncation(max_tokens)
-        self._truncating.no_padding()
+        self._tokenizer_path = tokenizer_path
         self._encoded: OrderedDict[str, list[int]] = OrderedDict()
         self._lock = threading.Lock()
         self._session = cpu_session(model_path, threads, spin=False)
@@ -123,6 +120,18 @@ class OnnxEmbedder:
         self.calls = 0  # number of embed() calls that did work; tests assert on it
         self.texts_embedded = 0
         self.texts_tokenized = 0  # texts run through the tokenizer; tests assert on it
+
+    @functools.cached_property
+    def _truncating(self) -> Any:
+        """For texts over max_tokens (rare: chunks are cut below it), encoded again truncated so
+        that any tokenizer's template truncates as it would itself. Built on first use: loading a
+        tokenizer costs a one-shot `citeline search` about 0.1 s."""
+        from tokenizers import Tokenizer
+
+        tokenizer = Tokenizer.from_file(str(self._tokenizer_path))
+        tokenizer.enable_truncation(self.max_tokens)
+        tokenizer.no_padding()
+        return tokenizer
 
     def count_tokens(self, texts: Sequence[str]) -> list[int]:
         # A window of texts at a time: the tokenizer's encodings of a whole large file at once
