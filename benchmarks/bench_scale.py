@@ -214,6 +214,16 @@ def _doc_id(kb: Any, path: Path, root: Path) -> str:
 # -- retrieval at a size (run in a child process) --------------------------------------------
 
 
+def slice_vectors(chunks: list[Any], head: np.ndarray, lo: int, n: int, cache: Path) -> np.ndarray:
+    """Vectors of chunks[lo:lo+n]: the real ones below len(head), then a real vector plus noise
+    (``bench_pg.vectors``, seeded by the slice so that slices differ)."""
+    real = len(head)
+    if lo + n <= real:
+        return head[lo : lo + n]
+    mixed = bench_pg.vectors(chunks[:real] + chunks[lo : lo + n], real, cache, head=head, seed=7 + lo)[real:]
+    return np.concatenate([head[lo:real], mixed[real - lo :]]) if lo < real else mixed
+
+
 def build(location: str, size: int, real: int, cache: Path) -> dict[str, Any]:
     """Write ``size`` chunks through the Store API, a slice at a time; returns the write figures."""
     from citeline.components import open_store
@@ -228,12 +238,7 @@ def build(location: str, size: int, real: int, cache: Path) -> dict[str, Any]:
     seconds = 0.0
     for lo in range(0, len(chunks), SLICE):
         part = chunks[lo : lo + SLICE]
-        if lo + len(part) <= real:
-            vecs = head[lo : lo + len(part)]
-        else:  # real vectors for the first `real` chunks, then a real vector plus noise
-            mixed = bench_pg.vectors(chunks[:real] + part, real, cache, head=head, seed=7 + lo)[real:]
-            vecs = np.concatenate([head[lo:real], mixed[max(0, real - lo) :]]) if lo < real else mixed
-        writes = bench_pg.documents(part, vecs, start=lo)
+        writes = bench_pg.documents(part, slice_vectors(chunks, head, lo, len(part), cache), start=lo)
         t = time.perf_counter()
         for w in range(0, len(writes), 50):
             store.replace_documents(writes[w : w + 50])
