@@ -63,7 +63,10 @@ fuzz: $(STAMP)
 		$(BIN)/python -m pytest -q -s -p no:xdist tests/reliability/test_hostile.py
 	$(BIN)/python fuzz/run.py --seconds $(FUZZ_SECONDS)
 
+# bench_scale writes benchmarks/results/bench_scale.{json,md}; BENCH_SIZES=1000000 for the 1M-chunk run.
+BENCH_SIZES ?= 10000,100000
 bench: $(STAMP)
+	$(BIN)/python benchmarks/bench_scale.py --sizes $(BENCH_SIZES)
 	$(BIN)/python benchmarks/bench_pipeline.py
 	$(BIN)/python benchmarks/bench_parsers.py
 	$(BIN)/python benchmarks/bench_questions.py

@@ -51,6 +51,12 @@ class Settings:
     )
     max_file_mb: float = _opt(64.0, "largest file read, in MB", min=0.001)
     max_text_chars: int = _opt(5_000_000, "most characters of text one document may hold", min=1)
+    embed_threads: int = _opt(
+        0,
+        "onnxruntime threads of the embedder (minilm-int8, onnx:) (0 = every CPU this process may use)",
+        min=0,
+        max=256,
+    )
     embed_retries: int = _opt(
         2, "tries again (with exponential backoff) when the embedder fails on a batch", min=0, max=10
     )
