@@ -8,7 +8,7 @@ QUESTION ?= What does error LDG-4012 mean and how do I fix it?
 HOST ?= 127.0.0.1
 PORT ?= 8000
 
-.PHONY: install run serve test test-fast stress fuzz bench bench-pg bench-peers lint lock clean train train-data train-env
+.PHONY: install run serve test test-fast stress fuzz bench bench-pg bench-engines bench-peers lint lock clean train train-data train-env
 
 $(STAMP): requirements.lock pyproject.toml
 	@command -v $(PYTHON) >/dev/null 2>&1 || { echo "$(PYTHON) not found; run: make PYTHON=python3 ..."; exit 1; }
@@ -38,13 +38,20 @@ test-fast: $(STAMP)
 	$(BIN)/python -m pytest -q -n 2 --dist loadfile -m "not llm and not dataset"
 
 # The long versions of tests/reliability (a short slice of each runs in `make test`): 50 kills of
-# ingestion, a longer writer/readers run and HTTP load, every fault again. Prints [figures] lines.
+# ingestion, a longer writer/readers run and HTTP load, every fault again, on each store of
+# STRESS_STORES (an index folder, and a database on a throwaway PostgreSQL server), and 10 each
+# of PostgreSQL server crashes, stops and SIGKILLs in the middle of `add`. Prints [figures] lines.
 STRESS_KILLS ?= 50
+STRESS_STORES ?= sqlite,postgresql
+STRESS_SERVER_CRASHES ?= 10
 stress: $(STAMP)
 	CITELINE_TEST_KILLS=$(STRESS_KILLS) CITELINE_TEST_ROUNDS=40 CITELINE_TEST_PROCESS_SECONDS=60 \
-	CITELINE_TEST_REQUESTS=2000 CITELINE_TEST_LOAD_SECONDS=300 \
+	CITELINE_TEST_REQUESTS=2000 CITELINE_TEST_LOAD_SECONDS=300 CITELINE_TEST_STORES=$(STRESS_STORES) \
+	CITELINE_TEST_SERVER_CRASHES=$(STRESS_SERVER_CRASHES) \
 		$(BIN)/python -m pytest -q -s -p no:xdist \
-		tests/reliability/test_crash.py tests/reliability/test_concurrency.py tests/reliability/test_faults.py
+		tests/reliability/test_crash.py tests/reliability/test_engine_crash.py tests/reliability/test_concurrency.py \
+		tests/reliability/test_faults.py \
+		$(if $(findstring postgresql,$(STRESS_STORES)),tests/reliability/test_faults_postgres.py)
 
 # About an hour: the hypothesis fuzz tests with 100x the examples and the regex audit on 50k-character
 # strings, then each atheris harness (fuzz/) for FUZZ_SECONDS. Findings fail the target.
@@ -56,7 +63,10 @@ fuzz: $(STAMP)
 		$(BIN)/python -m pytest -q -s -p no:xdist tests/reliability/test_hostile.py
 	$(BIN)/python fuzz/run.py --seconds $(FUZZ_SECONDS)
 
+# bench_scale writes benchmarks/results/bench_scale.{json,md}; BENCH_SIZES=1000000 for the 1M-chunk run.
+BENCH_SIZES ?= 10000,100000
 bench: $(STAMP)
+	$(BIN)/python benchmarks/bench_scale.py --sizes $(BENCH_SIZES)
 	$(BIN)/python benchmarks/bench_pipeline.py
 	$(BIN)/python benchmarks/bench_parsers.py
 	$(BIN)/python benchmarks/bench_questions.py
@@ -68,6 +78,12 @@ bench: $(STAMP)
 # PostgreSQL + pgvector beside the embedded store: ingest rate, hybrid latency at 100k chunks, 8 clients.
 bench-pg: $(STAMP)
 	$(BIN)/python benchmarks/bench_pg.py
+
+# The embedded store's derived engines (tantivy, faiss) beside FTS5 + exact search, 100k chunks
+# (ENGINE_CHUNKS=1000000 for 1M: writes through the Store API, about an hour on 2 cores).
+ENGINE_CHUNKS ?= 100000
+bench-engines: $(STAMP)
+	nice -n 5 $(BIN)/python benchmarks/bench_engines.py --chunks $(ENGINE_CHUNKS)
 
 # citeline beside LlamaIndex and Haystack (benchmarks/peers/): same ONNX embedder, chunks and queries;
 # the peers in their own pinned environment. PEERS_ARGS="--docs 5183" runs the whole SciFact corpus.

@@ -99,7 +99,7 @@ def from_index(location: str, limit: int) -> tuple[list[Piece], np.ndarray]:
 
 
 def vectors(
-    chunks: list[tuple[str, str]], real: int, cache: Path, head: np.ndarray | None = None
+    chunks: list[tuple[str, str]], real: int, cache: Path, head: np.ndarray | None = None, seed: int = 7
 ) -> np.ndarray:
     from citeline.embedding import make_embedder
 
@@ -115,7 +115,7 @@ def vectors(
         ).astype(np.float32)
         cache.mkdir(parents=True, exist_ok=True)
         np.save(path, head)
-    rng = np.random.default_rng(7)
+    rng = np.random.default_rng(seed)
     rest = head[np.arange(len(chunks) - real) % real] + rng.normal(
         0, 0.05, (len(chunks) - real, head.shape[1])
     )
@@ -123,10 +123,12 @@ def vectors(
     return np.concatenate([head, rest.astype(np.float32)])
 
 
-def documents(chunks: list[Piece], vecs: np.ndarray) -> list[DocumentWrite]:
+def documents(chunks: list[Piece], vecs: np.ndarray, start: int = 0) -> list[DocumentWrite]:
+    """Documents of PER_DOC chunks; ``start``: the corpus position of chunks[0] (writing a large
+    corpus a slice at a time gives each slice's documents their own names)."""
     writes = []
     for lo in range(0, len(chunks), PER_DOC):
-        source = f"bench/{lo // PER_DOC:06d}.md"
+        source = f"bench/{(start + lo) // PER_DOC:06d}.md"
         doc_id = document_id_for("default", source)
         part, text, pieces, pos = chunks[lo : lo + PER_DOC], "", [], 0
         for j, (title, body, index_text) in enumerate(part):
@@ -151,11 +153,11 @@ def documents(chunks: list[Piece], vecs: np.ndarray) -> list[DocumentWrite]:
             source,
             part[0][0][:80],
             "markdown",
-            f"h{lo}",
+            f"h{start + lo}",
             len(text),
             0.0,
             None,
-            tags={"shard": str(lo // PER_DOC % 100)},
+            tags={"shard": str((start + lo) // PER_DOC % 100)},
         )
         writes.append(DocumentWrite(doc, text, pieces, vec))
     return writes

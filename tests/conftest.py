@@ -124,8 +124,9 @@ def pg_url(pg_server: Any) -> Iterator[str]:
     pg_server.drop_database(name)
 
 
-#: the store backends that end-to-end tests run against
-STORES = ("sqlite", "postgresql")
+#: the store backends that end-to-end tests run against (CITELINE_TEST_STORES=postgresql narrows a
+#: run, e.g. `make stress STRESS_STORES=postgresql`)
+STORES = tuple(os.environ.get("CITELINE_TEST_STORES", "sqlite,postgresql").split(","))
 OpenIndex = Callable[..., KnowledgeBase]
 
 

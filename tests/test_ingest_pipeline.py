@@ -157,3 +157,9 @@ def test_uploads_go_through_the_same_checks_and_keep_their_own_metadata(
     filed = kb.store.find_document(os.path.abspath(docs_dir / "alpha.md"))
     assert filed is not None and filed.metadata["path"] == os.path.abspath(docs_dir / "alpha.md")
     assert "uploaded_by" not in filed.metadata
+
+
+def test_report_times_each_stage(kb: KnowledgeBase, docs_dir: Path) -> None:
+    report = kb.add([docs_dir])
+    assert set(report.seconds) == {"parse", "chunk", "embed", "write"}
+    assert all(s >= 0 for s in report.seconds.values()) and report.seconds["embed"] > 0

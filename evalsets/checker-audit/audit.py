@@ -17,6 +17,12 @@ with Qwen2.5-Coder 0.5B (llamacpp) and the default reader, checker and threshold
   28 of 34 supported (82.4%); the six that are not misattribute a command, invent a flag or a value,
   or contradict the passage ("Yes, postfix reload is enough").
 - kept-samples.jsonl / labels-samples.jsonl: tests/data/questions.jsonl over samples/: 46 of 46.
+- removed-golden-dev.jsonl / labels-removed-golden-dev.jsonl: the other side, the 30 sentences of the
+  same golden dev answers (trace `verification`) that the checker's score removed: 9 were supported.
+  With the kept ones they choose `checker_threshold` (README, "Calibration"):
+
+    .venv/bin/python evalsets/checker-audit/audit.py threshold kept-golden-dev.jsonl \
+        labels-golden-dev.jsonl removed-golden-dev.jsonl labels-removed-golden-dev.jsonl
 """
 
 from __future__ import annotations
@@ -91,6 +97,30 @@ def score(args: argparse.Namespace) -> int:
     return 0
 
 
+def _labelled(rows_path: str, labels_path: str) -> list[tuple[float, bool]]:
+    rows = {
+        r["id"]: r for r in map(json.loads, Path(rows_path).read_text(encoding="utf-8").splitlines()) if r
+    }
+    labels = [json.loads(x) for x in Path(labels_path).read_text(encoding="utf-8").splitlines() if x.strip()]
+    return [(float(rows[lab["id"]]["checker_score"]), bool(lab["supported"])) for lab in labels]
+
+
+def threshold(args: argparse.Namespace) -> int:
+    """Kept sentences' precision and the share of supported sentences kept, by checker threshold,
+    over labelled sentences on both sides of the current threshold (kept and removed)."""
+    pairs = _labelled(args.kept, args.kept_labels) + _labelled(args.removed, args.removed_labels)
+    supported = sum(1 for _, ok in pairs if ok)
+    print(f"{len(pairs)} labelled sentences, {supported} supported")
+    print("threshold  kept  supported kept  precision  recall")
+    for t in (0.05, 0.1, 0.2, 0.25, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9):
+        kept = [ok for score, ok in pairs if score >= t]
+        good = sum(kept)
+        print(
+            f"{t:9.2f}  {len(kept):4d}  {good:14d}  {good / max(1, len(kept)):9.3f}  {good / max(1, supported):6.3f}"
+        )
+    return 0
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -107,8 +137,13 @@ def main() -> int:
     s = sub.add_parser("score")
     s.add_argument("kept")
     s.add_argument("labels")
+    t = sub.add_parser("threshold")
+    t.add_argument("kept")
+    t.add_argument("kept_labels")
+    t.add_argument("removed")
+    t.add_argument("removed_labels")
     args = parser.parse_args()
-    return collect(args) if args.command == "collect" else score(args)
+    return {"collect": collect, "score": score, "threshold": threshold}[args.command](args)
 
 
 if __name__ == "__main__":

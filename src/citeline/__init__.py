@@ -9,15 +9,49 @@
 
 from __future__ import annotations
 
-from citeline.errors import CitelineError
-from citeline.kb import KnowledgeBase, open_kb
-from citeline.models import REFUSAL, Answer, Chunk, Citation, Document, Hit
-from citeline.retrieval.filters import Filter, Principal
-from citeline.settings import Settings, load_settings
+from importlib import import_module
+from typing import TYPE_CHECKING, Any
 
-open = open_kb
+from citeline.errors import CitelineError
+
+if TYPE_CHECKING:
+    from citeline.kb import KnowledgeBase, open_kb
+    from citeline.models import REFUSAL, Answer, Chunk, Citation, Document, Hit
+    from citeline.retrieval.filters import Filter, Principal
+    from citeline.settings import Settings, load_settings
+
+    open = open_kb
 
 __version__ = "0.1.0"
+
+# The public names are imported on first use: `citeline --help` and other short commands must not
+# pay for numpy, the store and the models (python -X importtime: 0.5 s of 0.8 s).
+_LAZY = {
+    "KnowledgeBase": "citeline.kb",
+    "open": "citeline.kb:open_kb",
+    "open_kb": "citeline.kb",
+    "REFUSAL": "citeline.models",
+    "Answer": "citeline.models",
+    "Chunk": "citeline.models",
+    "Citation": "citeline.models",
+    "Document": "citeline.models",
+    "Hit": "citeline.models",
+    "Filter": "citeline.retrieval.filters",
+    "Principal": "citeline.retrieval.filters",
+    "Settings": "citeline.settings",
+    "load_settings": "citeline.settings",
+}
+
+
+def __getattr__(name: str) -> Any:
+    target = _LAZY.get(name)
+    if target is None:
+        raise AttributeError(f"module 'citeline' has no attribute {name!r}")
+    module, _, attr = target.partition(":")
+    value = getattr(import_module(module), attr or name)
+    globals()[name] = value
+    return value
+
 
 __all__ = [
     "REFUSAL",

@@ -19,10 +19,13 @@ import re
 import secrets
 import time
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from citeline.errors import AccessError, CitelineError
-from citeline.index.base import ApiKey, Store
 from citeline.retrieval.filters import Principal
+
+if TYPE_CHECKING:  # the store contract imports numpy: not needed to list the CLI's commands
+    from citeline.index.base import ApiKey, Store
 
 ROLES = ("reader", "writer", "admin")
 #: what a role may do (each role includes the ones before it)
@@ -89,6 +92,8 @@ def create_key(
     groups = tuple(dict.fromkeys(check_name("Group", g) for g in groups if g.strip()))
     key_id = secrets.token_hex(6)
     key = f"{KEY_PREFIX}{key_id}_{secrets.token_urlsafe(32)}"
+    from citeline.index.base import ApiKey
+
     record = ApiKey(
         id=key_id,
         user=user,

@@ -15,7 +15,7 @@ import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeGuard, TypeVar
 
 import click
 from rich.console import Console
@@ -23,7 +23,15 @@ from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from citeline import terminal
-from citeline.cli_output import JSON_META_KEY, dumps, error_json, json_option, json_requested, print_json
+from citeline.cli_output import (
+    JSON_META_KEY,
+    dumps,
+    error_json,
+    json_option,
+    json_requested,
+    open_kb,
+    print_json,
+)
 from citeline.errors import (
     EXIT_INTERNAL,
     EXIT_INTERRUPTED,
@@ -33,11 +41,13 @@ from citeline.errors import (
     CitelineError,
     UsageError,
 )
-from citeline.ingest.pipeline import IngestReport
-from citeline.kb import KnowledgeBase, open_kb
 from citeline.models import DEFAULT_COLLECTION, Answer, Hit
 from citeline.retrieval.filters import Filter, Principal
 from citeline.settings import debug_enabled
+
+if TYPE_CHECKING:
+    from citeline.ingest.pipeline import IngestReport
+    from citeline.kb import KnowledgeBase
 
 #: the principal of every command-line read: whoever may open the index folder reads all of it
 LOCAL = Principal.local_admin()
@@ -148,7 +158,7 @@ class CitelineGroup(click.Group):
             return super().invoke(ctx)
         except CitelineError as exc:
             report = getattr(exc, "report", None)
-            if isinstance(report, IngestReport) and not json_requested(ctx):
+            if _is_ingest_report(report) and not json_requested(ctx):
                 _print_report(report)  # what was done before the index could not be written
             _fail(ctx, type(exc).__name__, str(exc), exc.exit_code, report)
         except KeyboardInterrupt:
@@ -165,12 +175,18 @@ class CitelineGroup(click.Group):
             _fail(ctx, "internal", f"{type(exc).__name__}: {exc}", EXIT_INTERNAL)
 
 
+def _is_ingest_report(report: object) -> TypeGuard[IngestReport]:
+    # The pipeline module is imported only by commands that ingest; unloaded, nothing is its report.
+    module = sys.modules.get("citeline.ingest.pipeline")
+    return module is not None and isinstance(report, module.IngestReport)
+
+
 def _fail(ctx: click.Context, code: str, message: str, exit_code: int, report: object = None) -> None:
     """Report an error (one line on stderr, or JSON on stdout after --json) and exit with its code."""
     hint = "Set CITELINE_DEBUG=1 for the traceback, and please report it." if code == "internal" else ""
     if json_requested(ctx):
         message = f"{message} ({hint})" if hint else message
-        extra = {"report": report.to_json()} if isinstance(report, IngestReport) else {}
+        extra = {"report": report.to_json()} if _is_ingest_report(report) else {}
         click.echo(error_json(code, message, exit_code, **extra))
     elif code == "interrupted":
         err.print("interrupted")

@@ -4,14 +4,16 @@ against its own derived indexes, with --repair); registered on the main command.
 from __future__ import annotations
 
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
 from citeline.cli import _filter, _kb, _n, _print_json, filter_options, main, out
 from citeline.cli_output import json_option
-from citeline.kb import KnowledgeBase
 from citeline.models import DEFAULT_COLLECTION, Document
+
+if TYPE_CHECKING:
+    from citeline.kb import KnowledgeBase
 
 
 def document_row(kb: KnowledgeBase, doc: Document) -> dict[str, Any]:

@@ -6,7 +6,7 @@ from __future__ import annotations
 import sys
 from contextlib import closing
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 from rich.markup import escape
@@ -15,7 +15,9 @@ from citeline import terminal
 from citeline.cli import LOCAL, _kb, _n, _print_json, _progress, _t, main, out
 from citeline.cli_output import json_option
 from citeline.errors import CitelineError
-from citeline.kb import KnowledgeBase
+
+if TYPE_CHECKING:
+    from citeline.kb import KnowledgeBase
 
 
 @main.command()

@@ -11,11 +11,14 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
 from citeline.terminal import json_text
+
+if TYPE_CHECKING:
+    from citeline.kb import KnowledgeBase
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -49,3 +52,11 @@ def print_json(data: Any) -> None:
 def error_json(code: str, message: str, exit_code: int, **extra: Any) -> str:
     """The JSON printed for an error after --json (``extra``: what was done before it)."""
     return dumps({"error": {"code": code, "message": message, "exit_code": exit_code}, **extra})
+
+
+def open_kb(*args: Any, **kwargs: Any) -> KnowledgeBase:
+    """``citeline.kb.open_kb``, imported when a command opens an index: ``--help`` and the
+    commands that open none do not load numpy, the store and the models."""
+    from citeline.kb import open_kb as open_index
+
+    return open_index(*args, **kwargs)

@@ -13,9 +13,8 @@ from pathlib import Path
 import click
 
 from citeline.access import ROLES, authenticate, create_key, key_json, revoke
-from citeline.cli_output import json_option
+from citeline.cli_output import json_option, open_kb
 from citeline.errors import CitelineError, MissingExtraError
-from citeline.kb import open_kb
 
 
 def _need_server() -> None:

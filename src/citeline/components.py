@@ -73,7 +73,9 @@ class Components:
             requested = self._settings.embedder
             if info is not None and self._settings.origin("embedder") != "default" and requested != info.name:
                 raise EmbedderMismatchError(info.name, requested)
-            embedder = make_embedder(info.name if info is not None else requested)
+            embedder = make_embedder(
+                info.name if info is not None else requested, self._settings.embed_threads
+            )
             if info is not None or not self._store.read_only:
                 self._store.bind_embedder(embedder.name, embedder.version, embedder.dim)
             self._embedder = embedder

@@ -51,6 +51,12 @@ class Settings:
     )
     max_file_mb: float = _opt(64.0, "largest file read, in MB", min=0.001)
     max_text_chars: int = _opt(5_000_000, "most characters of text one document may hold", min=1)
+    embed_threads: int = _opt(
+        0,
+        "onnxruntime threads of the embedder (minilm-int8, onnx:) (0 = every CPU this process may use)",
+        min=0,
+        max=256,
+    )
     embed_retries: int = _opt(
         2, "tries again (with exponential backoff) when the embedder fails on a batch", min=0, max=10
     )
@@ -151,8 +157,34 @@ class Settings:
     server_allow_anonymous: bool = _opt(
         False, "server: answer requests without a key (read-only, documents marked public only)"
     )
+    # embedded store: derived engines for large indexes (index/engines.py)
+    engine_min_chunks: int = _opt(
+        20_000,
+        "embedded store: from this many chunks, search with tantivy (BM25) and faiss (IVF) instead of "
+        "FTS5 and the exact matrix (0 = always): hybrid p50 2.8 against 29 ms CPU at 20k chunks, 6.5 "
+        "against 113 ms at 100k (benchmarks/results/bench_engines*.md)",
+        min=0,
+    )
+    engine_exact_rows: int = _opt(
+        20_000,
+        "embedded store with engines: a dense search whose filter lets through at most this many "
+        "chunks is exact over them (no IVF)",
+        min=0,
+    )
+    engine_nprobe: int = _opt(
+        32,
+        "embedded store with engines: IVF lists probed per query, divided by the share of chunks a "
+        "filter lets through (benchmarks/results/bench_engines.md)",
+        min=1,
+    )
     # PostgreSQL store (index = postgresql://...)
     pg_pool_size: int = _opt(8, "PostgreSQL: most connections one process keeps open", min=1, max=1000)
+    pg_connect_timeout_s: float = _opt(
+        30.0,
+        "PostgreSQL: seconds a command waits for a connection (a server restarting, every pooled one "
+        "busy) before failing (exit code 4)",
+        min=1.0,
+    )
     pg_exact_scan_rows: int = _opt(
         20_000,
         "PostgreSQL: a dense search whose filter lets through at most this many chunks is exact (no HNSW)",

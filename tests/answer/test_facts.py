@@ -57,6 +57,14 @@ def test_missing_facts(sentence: str, passage: str, missing: list[str]) -> None:
         ("Error LDG-4012 at 4.5 MB.", "LDG-4012: 4.5 MB", ("Error LDG-4012 at 4.5 MB.", "LDG-4012: 4.5 MB")),
         ("Use utf8 and ipv6.", "utf8, ipv6", ("Use utf8 and ipv6.", "utf8, ipv6")),
         ("Wait 45s.", "45 s", ("Wait 17s.", "17 s")),
+        # a number spelled out on one side and in digits on the other is one number
+        (
+            "It takes at most 2 reads.",
+            "at most two reads",
+            ("It takes at most 17 reads.", "at most 17 reads"),
+        ),
+        ("It takes two reads.", "It takes 3 reads.", ("It takes two reads.", "It takes 17 reads.")),
+        ("Two of them.", "Two of them.", ("Two of them.", "Two of them.")),
     ],
 )
 def test_neutral_numbers(claim: str, premise: str, expected: tuple[str, str]) -> None:

@@ -20,9 +20,11 @@ from citeline.index.base import ApiKey, Store
 from citeline.index.sqlite import text_hash
 from citeline.models import Chunk, Document, document_id_for
 from citeline.retrieval.filters import PUBLIC, Filter, Principal
+from citeline.settings import Settings
 from citeline.trace import Candidates, Check, Trace, TracedHit
 
-STORES = ["sqlite", "postgresql"]
+#: "sqlite-engines": the embedded store with its derived engines (tantivy, faiss) at any size
+STORES = ["sqlite", "sqlite-engines", "postgresql"]
 DIM = 8
 ADMIN = Filter.admin()
 ALICE = Principal(user="alice", groups=("eng",))
@@ -31,11 +33,17 @@ BOB = Principal(user="bob", groups=("finance",))
 
 @pytest.fixture(params=STORES)
 def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Store]:
-    location = str(tmp_path / "index") if request.param == "sqlite" else request.getfixturevalue("pg_url")
+    sqlite = request.param.startswith("sqlite")
+    location = str(tmp_path / "index") if sqlite else request.getfixturevalue("pg_url")
     s = open_store(location)
+    if request.param == "sqlite-engines":
+        s.configure(Settings(engine_min_chunks=0))
+        caplog = request.getfixturevalue("caplog")
     s.bind_embedder("test-embedder", "1", DIM)
     yield s
     s.close()
+    if request.param == "sqlite-engines":  # the engines answered: SQLite never stood in for them
+        assert not [r.getMessage() for r in caplog.records if "engines" in r.getMessage()]
 
 
 def _vector(seed: int) -> np.ndarray:

@@ -3,22 +3,23 @@ bounded load generator on loopback. No errors, no torn reads (every quote is exa
 one whole version of its document), latency figures reported. A second writer waits for the
 first, or fails cleanly with exit code 4 and a clear message when it waited lock_timeout_s.
 
-Sizes: CITELINE_TEST_ROUNDS (writer versions), CITELINE_TEST_REQUESTS (HTTP load); `make stress`
-raises them.
+Every test runs on both stores: an index folder (SQLite), and a database on the test session's
+PostgreSQL server, where readers use their own pooled connections and the writer lock is an
+advisory lock. Sizes: CITELINE_TEST_ROUNDS (writer versions), CITELINE_TEST_REQUESTS (HTTP load);
+`make stress` raises them.
 """
 
 from __future__ import annotations
 
 import json
 import re
-import sqlite3
 import statistics
 import subprocess
 import sys
 import textwrap
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
@@ -28,12 +29,12 @@ import pytest
 
 import citeline
 from citeline.access import create_key
-from citeline.index.sqlite import DB_NAME
 from citeline.kb import KnowledgeBase
 from citeline.retrieval.filters import Filter, Principal
+from conftest import OpenIndex
 from serve.live import serving, variant
 
-from .util import cli, cli_env, document, report_figures, size, write_docs
+from .util import Index, cli, cli_env, document, hold_write_lock, report_figures, size, write_docs
 
 ADMIN = Principal.local_admin()
 N_DOCS = 6
@@ -72,16 +73,20 @@ def assert_whole(quote: str, start: int, end: int, source: str) -> None:
 
 
 @pytest.fixture()
-def corpus(tmp_path: Path) -> Iterator[tuple[KnowledgeBase, Path]]:
+def corpus(open_index: OpenIndex, tmp_path: Path) -> Iterator[tuple[KnowledgeBase, Path]]:
+    """An index (of each store) of N_DOCS documents, and their folder."""
     docs = tmp_path / "docs"
     write_docs(docs, N_DOCS, version=0, paragraphs=8)
-    kb = citeline.open(tmp_path / "index", embedder="hashing")
+    kb = open_index("index", embedder="hashing")
     assert not kb.add([docs]).failed
-    yield kb, docs
-    kb.close()
+    return kb, docs
 
 
-def writer_loop(index: Path, docs: Path, rounds: int, stop: threading.Event) -> int:
+def _store(kb: KnowledgeBase) -> str:
+    return "postgresql" if kb.store.location.startswith("postgres") else "sqlite"
+
+
+def writer_loop(index: Index, docs: Path, rounds: int, stop: threading.Event) -> int:
     """Rewrite every document `rounds` times through a second connection (as another process
     would): each version names its revision in every paragraph."""
     kb = citeline.open(index, create=False)
@@ -128,7 +133,7 @@ def test_threads_read_while_one_writes(corpus: tuple[KnowledgeBase, Path]) -> No
     with ThreadPoolExecutor(3) as pool:
         futures = [pool.submit(reader, n) for n in range(3)]
         try:
-            done = writer_loop(Path(kb.settings.index), docs, rounds, stop)
+            done = writer_loop(kb.settings.index, docs, rounds, stop)
         finally:
             stop.set()
         for f in futures:
@@ -137,7 +142,8 @@ def test_threads_read_while_one_writes(corpus: tuple[KnowledgeBase, Path]) -> No
     assert done == rounds and reads >= 3
     assert kb.check().ok
     report_figures(
-        "concurrency_threads", {"writer_rounds": done, "reads": reads, "errors": 0, **latency(timings)}
+        f"concurrency_threads_{_store(kb)}",
+        {"writer_rounds": done, "reads": reads, "errors": 0, **latency(timings)},
     )
 
 
@@ -169,7 +175,7 @@ READER = textwrap.dedent(
 
 def test_processes_read_while_one_writes(corpus: tuple[KnowledgeBase, Path], tmp_path: Path) -> None:
     kb, docs = corpus
-    index = Path(kb.settings.index)
+    index = kb.settings.index
     seconds = float(size("PROCESS_SECONDS", 6))
     readers = [
         subprocess.Popen(
@@ -201,7 +207,7 @@ def test_processes_read_while_one_writes(corpus: tuple[KnowledgeBase, Path], tmp
     reads = sum(r["reads"] for r in results)
     assert reads > 0 and rounds >= 1
     report_figures(
-        "concurrency_processes",
+        f"concurrency_processes_{_store(kb)}",
         {
             "writer_rounds": rounds,
             "reads": reads,
@@ -276,7 +282,7 @@ def test_http_load_while_uploading(corpus: tuple[KnowledgeBase, Path]) -> None:
     assert not errors, errors[:3]
     assert statuses.get(200, 0) == len(timings) >= min(requests_total, 10)
     report_figures(
-        "concurrency_http",
+        f"concurrency_http_{_store(kb)}",
         {
             "requests": len(timings),
             "errors": len(errors),
@@ -289,23 +295,12 @@ def test_http_load_while_uploading(corpus: tuple[KnowledgeBase, Path]) -> None:
     )
 
 
-def _hold_write_lock(index: Path) -> Callable[[], None]:
-    conn = sqlite3.connect(index / DB_NAME, isolation_level=None)
-    conn.execute("BEGIN IMMEDIATE")
-
-    def release() -> None:
-        conn.execute("ROLLBACK")
-        conn.close()
-
-    return release
-
-
-def test_a_second_writer_waits_or_fails_cleanly(tmp_path: Path) -> None:
-    a, b, index = tmp_path / "a", tmp_path / "b", tmp_path / "index"
+def test_a_second_writer_waits_or_fails_cleanly(open_index: OpenIndex, tmp_path: Path) -> None:
+    a, b, index = tmp_path / "a", tmp_path / "b", open_index.location("index")
     write_docs(a, 3)
     write_docs(b, 3, version=1)
     assert cli(index, "add", str(a)).returncode == 0
-    release = _hold_write_lock(index)  # another writer in the middle of a long transaction
+    release = hold_write_lock(index)  # another writer in the middle of a long transaction
     try:
         t = time.perf_counter()
         busy = cli(index, "add", str(b), CITELINE_LOCK_TIMEOUT_S="1")
@@ -338,8 +333,8 @@ def test_a_second_writer_waits_or_fails_cleanly(tmp_path: Path) -> None:
     kb.close()
 
 
-def test_two_processes_create_one_new_index_at_once(tmp_path: Path) -> None:
-    a, b, index = tmp_path / "a", tmp_path / "b", tmp_path / "index"
+def test_two_processes_create_one_new_index_at_once(open_index: OpenIndex, tmp_path: Path) -> None:
+    a, b, index = tmp_path / "a", tmp_path / "b", open_index.location("index")
     write_docs(a, 2)
     write_docs(b, 2, version=2)
     for _attempt in range(2):

@@ -2,8 +2,11 @@
 
 After every kill the index opens, passes `citeline check`, holds only whole documents (each one's
 text is exactly one version its file ever had, and its chunks cover it), and running `add` again
-completes the work. `make test` kills 3 times; `make stress` 50 (CITELINE_TEST_KILLS).
-`citeline check --repair` is tested on an index damaged by hand.
+completes the work. The loop runs on both stores (an index folder, and a database on the test
+session's PostgreSQL server, where the killed client's transaction is rolled back by the server).
+`make test` kills 3 times; `make stress` 50 (CITELINE_TEST_KILLS).
+`citeline check --repair` is tested on an index damaged by hand (the PostgreSQL store's own damage
+test is in tests/index/test_postgres.py).
 """
 
 from __future__ import annotations
@@ -21,13 +24,25 @@ from pathlib import Path
 import citeline
 from citeline.index.sqlite import DB_NAME
 from citeline.retrieval.filters import Filter, Principal
+from conftest import OpenIndex
 
-from .util import cli, cli_env, document, report_figures, size, write_docs
+from .util import (
+    Index,
+    cli,
+    cli_env,
+    document,
+    generation,
+    matches_folder,
+    report_figures,
+    size,
+    verify_whole,
+    write_docs,
+)
 
 ADMIN = Principal.local_admin()
 
 
-def _start_add(index: Path, docs: Path) -> subprocess.Popen[bytes]:
+def _start_add(index: Index, docs: Path) -> subprocess.Popen[bytes]:
     return subprocess.Popen(
         [sys.executable, "-m", "citeline", "--index", str(index), "add", str(docs), "--prune"],
         stdout=subprocess.DEVNULL,
@@ -36,58 +51,10 @@ def _start_add(index: Path, docs: Path) -> subprocess.Popen[bytes]:
     )
 
 
-def _generation(index: Path) -> int:
-    """The index's write counter (every committed write bumps it), read without locking."""
-    try:
-        conn = sqlite3.connect(f"file:{index / DB_NAME}?mode=ro", uri=True, timeout=5)
-        try:
-            row = conn.execute("SELECT value FROM meta WHERE key = 'generation'").fetchone()
-        finally:
-            conn.close()
-    except sqlite3.Error:
-        return -1
-    return int(row[0]) if row else 0
-
-
-def _verify(index: Path, versions: dict[str, set[str]]) -> dict[str, int]:
-    """The index opens, passes check, and every document is one whole version of its file."""
-    kb = citeline.open(index, create=False)
-    try:
-        report = kb.check()
-        assert report.ok, [p.detail for p in report.problems]
-        docs = kb.documents(Filter.admin())
-        chunks = 0
-        for doc in docs:
-            name = Path(doc.source).name
-            assert name in versions, f"{name} was never a file of the folder"
-            text = kb.text(doc)
-            assert text in versions[name], f"{name}: the stored text is no version of the file"
-            ids = kb.store.document_chunks(doc.id)
-            assert ids, f"{name} has no chunks"
-            resolved = sorted(kb.store.chunks(ids).values(), key=lambda pair: pair[0].start)
-            assert all(text[c.start : c.end] == c.text for c, _ in resolved)
-            ending = text.rstrip()[-50:]
-            assert any(ending in c.text for c, _ in resolved), f"{name} is cut short"
-            chunks += len(ids)
-        return {"documents": len(docs), "chunks": chunks}
-    finally:
-        kb.close()
-
-
-def _matches_folder(index: Path, docs: Path) -> None:
-    kb = citeline.open(index, create=False)
-    try:
-        stored = {Path(d.source).name: kb.text(d) for d in kb.documents(Filter.admin())}
-        on_disk = {p.name: p.read_text(encoding="utf-8") for p in docs.iterdir()}
-        assert stored == on_disk
-    finally:
-        kb.close()
-
-
-def test_kill_during_ingest_again_and_again(tmp_path: Path) -> None:
+def test_kill_during_ingest_again_and_again(open_index: OpenIndex, tmp_path: Path) -> None:
     kills = size("KILLS", 3)
     rng = random.Random(int(os.environ.get("CITELINE_TEST_SEED", "15")))
-    docs, index = tmp_path / "docs", tmp_path / "index"
+    docs, index = tmp_path / "docs", open_index.location("index")
     n_docs = 40
     texts = write_docs(docs, n_docs, version=0, paragraphs=10)
     versions: dict[str, set[str]] = {name: {text} for name, text in texts.items()}
@@ -102,6 +69,7 @@ def test_kill_during_ingest_again_and_again(tmp_path: Path) -> None:
         "checks_passed": 0,
         "readds_completed": 0,
         "full_add_s": round(full, 2),
+        "store": open_index.store,
     }
     next_new = n_docs
     for round_ in range(1, kills + 1):
@@ -120,33 +88,33 @@ def test_kill_during_ingest_again_and_again(tmp_path: Path) -> None:
             (docs / name).write_text(text, encoding="utf-8")
             versions[name] = {text}
             next_new += 1
-        before = _generation(index)
+        before = generation(index)
         proc = _start_add(index, docs)
         if round_ % 2:  # a random moment of the run, start-up included
             time.sleep(rng.uniform(0.05, max(full, 0.5)))
         else:  # once it has committed something: in the middle of the work
             deadline = time.monotonic() + 120
-            while _generation(index) == before and proc.poll() is None and time.monotonic() < deadline:
+            while generation(index) == before and proc.poll() is None and time.monotonic() < deadline:
                 time.sleep(0.005)
             time.sleep(rng.uniform(0.0, 0.2))
         if proc.poll() is None:
             os.kill(proc.pid, signal.SIGKILL)
             figures["killed_mid_run"] += 1
-            figures["killed_after_a_commit"] += int(_generation(index) != before)
+            figures["killed_after_a_commit"] += int(generation(index) != before)
         proc.wait(timeout=60)
         figures["kills"] += 1
-        counts = _verify(index, versions)
+        counts = verify_whole(index, versions)
         figures["checks_passed"] += 1
         if round_ % 3 == 0 or round_ == kills:  # and ingestion completes the work
             again = cli(index, "add", str(docs), "--prune", timeout=600)
             assert again.returncode == 0, again.stderr
             figures["readds_completed"] += 1
-            _matches_folder(index, docs)
+            matches_folder(index, docs)
     kb = citeline.open(index, create=False)
     answer = kb.ask("How often does component C3-4 retry?", ADMIN)
     assert answer.citations or answer.refused
     kb.close()
-    report_figures("crash_loop", {**figures, **counts})
+    report_figures(f"crash_loop_{open_index.store}", {**figures, **counts})
     assert figures["killed_after_a_commit"] >= 1
 
 
@@ -205,8 +173,8 @@ def test_check_finds_damage_and_repair_rebuilds(tmp_path: Path) -> None:
     assert cli(index, "check").returncode == 0
 
 
-def test_check_on_a_read_only_index_checks_without_writing(tmp_path: Path) -> None:
-    docs, index = tmp_path / "docs", tmp_path / "index"
+def test_check_on_a_read_only_index_checks_without_writing(open_index: OpenIndex, tmp_path: Path) -> None:
+    docs, index = tmp_path / "docs", open_index.location("index")
     write_docs(docs, 2)
     assert cli(index, "add", str(docs)).returncode == 0
     kb = citeline.open(index, read_only=True)

@@ -366,6 +366,43 @@ def test_fuzz_settings_loader(environ: dict[str, str], stored: dict[str, Any], t
 # -- decompression bombs ---------------------------------------------------------------------------
 
 
+#: a hang guard only: what the bomb tests prove is measured in bytes inflated, which load cannot change
+BOMB_HANG_S = 120
+
+
+class _Counting:
+    """A zip member's decompressor that counts the bytes it inflates."""
+
+    def __init__(self, inner: Any, counter: list[int]) -> None:
+        self._inner, self._counter = inner, counter
+
+    def decompress(self, data: bytes, max_length: int = 0) -> bytes:
+        out: bytes = self._inner.decompress(data, max_length)
+        self._counter[0] += len(out)
+        return out
+
+    def __getattr__(self, name: str) -> Any:  # eof, unconsumed_tail, unused_data, flush
+        return getattr(self._inner, name)
+
+
+@contextlib.contextmanager
+def inflated() -> Iterator[list[int]]:
+    """Count every byte any zip member inflates in the block (zipfile's decompressors, which
+    python-docx reads the package through): ``[total]`` after the block."""
+    real = zipfile._get_decompressor  # type: ignore[attr-defined]
+    counter = [0]
+
+    def counting(compress_type: int) -> Any:
+        inner = real(compress_type)
+        return None if inner is None else _Counting(inner, counter)
+
+    zipfile._get_decompressor = counting  # type: ignore[attr-defined]
+    try:
+        yield counter
+    finally:
+        zipfile._get_decompressor = real  # type: ignore[attr-defined]
+
+
 def test_docx_bomb_with_honest_sizes_is_refused_before_inflating() -> None:
     buf = io.BytesIO()
     with zipfile.ZipFile(buf, "w", zipfile.ZIP_DEFLATED) as z:
@@ -375,14 +412,17 @@ def test_docx_bomb_with_honest_sizes_is_refused_before_inflating() -> None:
             for _ in range(300):
                 f.write(chunk)
     t = time.perf_counter()
-    with pytest.raises(ParseError, match="zip bomb"):
+    with inflated() as total, pytest.raises(ParseError, match="zip bomb"):
         DocxParser().parse(buf.getvalue(), Path("bomb.docx"))
-    assert time.perf_counter() - t < 2
+    assert total[0] == 0  # refused from the central directory: not one byte was inflated
+    assert time.perf_counter() - t < BOMB_HANG_S
 
 
-def test_docx_bomb_that_lies_about_its_size_is_refused() -> None:
-    """The central directory says 1 KB; the data inflates to 50 MB: zipfile stops at the declared
-    size and the CRC does not match, so nothing large is ever held."""
+@pytest.mark.parametrize("crc", ["of-the-whole", "of-the-declared-1kb"])
+def test_docx_bomb_that_lies_about_its_size_is_refused(crc: str) -> None:
+    """The central directory says 1 KB; the data inflates to 50 MB. Never more than about the
+    declared size is inflated, whether the CRC betrays the lie or was forged to match the first
+    1 KB (zipfile's read() of the whole member would inflate all 50 MB in one call, then cut it)."""
     import docx
 
     d = docx.Document()
@@ -403,10 +443,17 @@ def test_docx_bomb_that_lies_about_its_size_is_refused() -> None:
     while data[entry + 46 : entry + 46 + len(info.filename)] != info.filename.encode():
         entry = data.index(b"PK\x01\x02", entry + 4)
     data[entry + 24 : entry + 28] = small  # and the central directory's
+    if crc == "of-the-declared-1kb":
+        forged = zlib.crc32(big[:1024]).to_bytes(4, "little")
+        data[info.header_offset + 14 : info.header_offset + 18] = forged
+        data[entry + 16 : entry + 20] = forged
     t = time.perf_counter()
-    with pytest.raises(ParseError):
+    with inflated() as total, pytest.raises(ParseError, match=r"Bad CRC-32|not a readable Word document"):
         DocxParser().parse(bytes(data), Path("liar.docx"))
-    assert time.perf_counter() - t < 5
+    # the other parts of the package and at most the declared 1 KB of document.xml (plus one
+    # read's slack), never the 50 MB it holds
+    assert total[0] < 1 << 20, f"{total[0]} bytes inflated"
+    assert time.perf_counter() - t < BOMB_HANG_S
 
 
 def test_docx_entity_expansion_is_not_expanded() -> None:
@@ -421,10 +468,21 @@ def test_docx_entity_expansion_is_not_expanded() -> None:
         assert len(doc.text) < 10_000  # the entity was not expanded a billion times
     except ParseError:
         pass
-    assert time.perf_counter() - t < 5
+    assert time.perf_counter() - t < BOMB_HANG_S
 
 
-def test_pdf_flate_bomb_is_refused_before_pdfium_inflates_it() -> None:
+def test_pdf_flate_bomb_is_refused_before_pdfium_inflates_it(monkeypatch: pytest.MonkeyPatch) -> None:
+    import citeline.ingest.pdf_streams as streams
+
+    inflated: list[int] = []
+    count = streams.inflate_count
+
+    def counting(data: bytes, start: int, limit: int) -> tuple[int, int]:
+        size, consumed = count(data, start, limit)
+        inflated.append(size)
+        return size, consumed
+
+    monkeypatch.setattr(streams, "inflate_count", counting)
     c = zlib.compressobj(9)
     stream = c.compress(b"BT /F1 12 Tf 72 720 Td (Hello bomb) Tj ET\n")
     chunk = b" " * (1 << 20)
@@ -434,7 +492,9 @@ def test_pdf_flate_bomb_is_refused_before_pdfium_inflates_it() -> None:
     t = time.perf_counter()
     with pytest.raises(ParseError, match="decompression bomb"):
         PdfParser().parse(bomb, Path("bomb.pdf"))
-    assert time.perf_counter() - t < 5
+    assert time.perf_counter() - t < BOMB_HANG_S
+    # what it proves, in bytes: the check stopped at its ratio floor, far from the stream's 200 MB
+    assert inflated and max(inflated) <= streams.RATIO_FLOOR + 8 * streams._OUT, inflated
     ok = PdfParser().parse(minimal_pdf(b"(Hello) Tj", compress=True), Path("ok.pdf"))
     assert "Hello" in ok.text
 

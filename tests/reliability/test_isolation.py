@@ -7,12 +7,17 @@ API, the CLI (--as), the HTTP API, traces, counts, error messages, evaluation re
 tools. Any difference is a leak: a count, a score (BM25 statistics, IDF term weights, relevance,
 confidence) or an order that depends on what bob may not read. Also: one user's traces are
 unreadable by another, and API keys never appear in logs or responses.
+
+Every test runs on both stores (two index folders, or two databases on the test session's
+PostgreSQL server), but for the two that look inside SQLite files (FTS5's global bm25, a copy of
+the index folder).
 """
 
 from __future__ import annotations
 
 import json
 import logging
+import os
 import shutil
 from collections.abc import Iterator
 from pathlib import Path
@@ -27,6 +32,7 @@ from citeline.access import create_key, revoke
 from citeline.errors import DocumentNotFoundError
 from citeline.kb import KnowledgeBase
 from citeline.retrieval.filters import Filter, Principal
+from conftest import STORES
 from serve.live import serving
 
 from .util import cli, report_figures
@@ -98,16 +104,21 @@ def figures() -> Iterator[None]:
     report_figures("isolation", {"surfaces_compared": sorted(LEAKS), "leaks_found": sum(LEAKS.values())})
 
 
-@pytest.fixture(scope="module")
-def indexes(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, KnowledgeBase]]:
+@pytest.fixture(scope="module", params=STORES)
+def indexes(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[dict[str, KnowledgeBase]]:
     base = tmp_path_factory.mktemp("isolation")
     for folder, docs in (("docs", PUBLIC), ("finance", SECRET)):
         (base / folder).mkdir()
         for name, text in docs.items():
             (base / folder / name).write_text(text, encoding="utf-8")
+    server = request.getfixturevalue("pg_server") if request.param == "postgresql" else None
+    databases = [f"t_isolation_{name}_{os.getpid()}" for name in ("plain", "mixed")]
     kbs = {}
-    for name in ("plain", "mixed"):
-        kb = citeline.open(base / name, embedder="hashing")
+    for i, name in enumerate(("plain", "mixed")):
+        location = str(base / name) if server is None else server.create_database(databases[i])
+        kb = citeline.open(location, embedder="hashing")
         # answer whatever is found, so answers, citations, relevance and confidence are all compared
         kb.save_settings({"embedder": "hashing", "refusal_threshold": 0.0, "min_answer_score": 0.0})
         assert not kb.add([base / "docs"], root=base).failed
@@ -117,6 +128,14 @@ def indexes(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Know
     yield kbs
     for kb in kbs.values():
         kb.close()
+    if server is not None:
+        for database in databases:
+            server.drop_database(database)
+
+
+def on_sqlite_only(kb: KnowledgeBase) -> None:
+    if kb.store.location.startswith("postgres"):
+        pytest.skip("looks inside the embedded store's files")
 
 
 def test_the_restricted_documents_are_really_there(indexes: dict[str, KnowledgeBase]) -> None:
@@ -130,6 +149,7 @@ def test_the_restricted_documents_are_really_there(indexes: dict[str, KnowledgeB
 def test_global_bm25_statistics_would_leak(indexes: dict[str, KnowledgeBase]) -> None:
     """FTS5's bm25() over the whole table (what keyword search did for everyone): bob's scores
     change with the restricted documents. The slice scorer exists because of this."""
+    on_sqlite_only(indexes["plain"])
     from citeline.index.sql_filter import filter_sql
 
     def global_scores(kb: KnowledgeBase, query: str) -> list[tuple[str, float]]:
@@ -222,13 +242,16 @@ def test_traces(indexes: dict[str, KnowledgeBase]) -> None:
 
 
 def test_cli(indexes: dict[str, KnowledgeBase]) -> None:
-    plain, mixed = (Path(indexes[n].settings.index) for n in ("plain", "mixed"))
+    plain, mixed = (indexes[n].settings.index for n in ("plain", "mixed"))
     who = ("--as", "user:bob", "--groups", "eng")
-    for args in (
+    commands = [
         ("search", "--json", QUERIES[0], *who),
         ("ask", "--json", QUERIES[0], *who),
         ("documents", "--json", *who),
-    ):
+    ]
+    if plain.startswith("postgres"):  # the command line above the store is the same: one command
+        commands = commands[1:2]
+    for args in commands:
         a, b = cli(plain, *args), cli(mixed, *args)
         assert a.returncode == b.returncode == 0, (a.stderr, b.stderr)
         same(f"cli.{args[0]}", json.loads(a.stdout), json.loads(b.stdout))
@@ -363,11 +386,17 @@ def test_api_keys_are_never_logged_or_echoed(
     for secret in (key, gone, key[:-3]):
         assert secret not in logged
         assert not any(secret in b for b in bodies)
-    listed = cli(Path(kb.settings.index), "keys", "list", "--json")
+    listed = cli(kb.settings.index, "keys", "list", "--json")
     assert key not in listed.stdout and record.key_hash not in listed.stdout
     stored = json.dumps([t.to_json() for t in kb.traces(limit=100)])
     assert key not in stored
-    db = (Path(kb.settings.index) / "citeline.db").read_bytes()
+    if kb.store.location.startswith("postgres"):
+        import psycopg
+
+        with psycopg.connect(kb.settings.index) as conn:
+            db = json.dumps(conn.execute("SELECT * FROM api_keys").fetchall()).encode()
+    else:
+        db = (Path(kb.settings.index) / "citeline.db").read_bytes()
     assert key.encode() not in db  # only the keyed hash is stored
 
 
@@ -375,6 +404,7 @@ def test_readers_of_one_index_folder_copy_see_no_other_users_data(
     indexes: dict[str, KnowledgeBase], tmp_path: Path
 ) -> None:
     """A copy of the index folder: bob's view through the copy is the same as through the original."""
+    on_sqlite_only(indexes["mixed"])
     original = Path(indexes["mixed"].settings.index)
     copy = tmp_path / "copy"
     shutil.copytree(original, copy)

@@ -206,10 +206,29 @@ def _is_year(number: str) -> bool:
     return len(number) == 4 and 1900 <= int(number) <= 2100
 
 
+_SPELLED = re.compile(
+    r"\b(" + "|".join(w for w, v in _WORDS.items() if isinstance(v, int) and 2 <= v <= 100) + r")\b",
+    re.IGNORECASE,
+)
+
+
+def _as_digits(text: str, other: str) -> str:
+    """``text`` with each spelled-out number ("two") written in digits when ``other`` has that
+    number in digits ("2"), so that the pair shows the model one number, not two."""
+    digits = {m.group(0).replace(",", "") for m in _PLAIN_NUMBER.finditer(other)}
+
+    def swap(match: re.Match[str]) -> str:
+        value = str(_WORDS[match.group(0).lower()])
+        return value if value in digits else match.group(0)
+
+    return _SPELLED.sub(swap, text)
+
+
 def neutral_numbers(first: str, second: str) -> tuple[str, str]:
     """Both texts with each plain whole number replaced by a stand-in, the same number by the same
-    stand-in on both sides ("500" and "500" stay equal, "500" and "5000" stay different). Years,
-    decimals and numbers inside words or codes are left alone."""
+    stand-in on both sides ("500" and "500" stay equal, "500" and "5000" stay different; "two" and
+    "2" are the same number). Years, decimals and numbers inside words or codes are left alone."""
+    first, second = _as_digits(first, second), _as_digits(second, first)
     mapping: dict[str, str] = {}
 
     def swap(match: re.Match[str]) -> str:

@@ -20,11 +20,12 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import psycopg  # a missing extra fails here: the registry names citeline[postgres]
-from psycopg_pool import ConnectionPool
+from psycopg_pool import ConnectionPool, PoolTimeout
 
 from citeline.errors import CitelineError, EmbedderMismatchError
 from citeline.index.base import DocumentWrite, EmbedderInfo, Problem, Vector
 from citeline.index.postgres_docs import PostgresDocuments
+from citeline.index.postgres_records import unreachable_error
 from citeline.index.postgres_schema import SCHEMA_VERSION, TABLES, hnsw_index_sql, open_schema
 from citeline.index.postgres_text import as_array, tokenizer
 from citeline.models import Chunk, Document
@@ -50,10 +51,19 @@ class PostgresStore(PostgresDocuments):
         self._df_lock = threading.Lock()
         self.configure(settings or Settings())
         options = "-c default_transaction_read_only=on" if read_only else ""
+        # check: a pooled connection is tried (an empty query) before it is handed out, so one
+        # that a server restart or a failover broke is replaced instead of failing the request
         self.pool = ConnectionPool(
             self.url,
             min_size=1,
             max_size=self.pool_size,
+            timeout=self.connect_timeout_s,
+            check=ConnectionPool.check_connection,
+            # the pool reconnects in the background with exponential backoff (1, 2, 4... s) for
+            # reconnect_timeout, then gives up and the next request tries at once: bounded by the
+            # connect timeout, a server back after an outage is used again within seconds
+            # (psycopg_pool's default of 5 minutes let the backoff grow to minutes)
+            reconnect_timeout=self.connect_timeout_s,
             kwargs={
                 "autocommit": True,
                 "application_name": "citeline",
@@ -64,11 +74,15 @@ class PostgresStore(PostgresDocuments):
             name="citeline",
         )
         try:
-            self.iterative_scan = open_schema(self.url, self.location, create, read_only)
-            self.pool.open(wait=True, timeout=30.0)
-        except psycopg.Error as exc:
+            self.iterative_scan = open_schema(
+                self.url, self.location, create, read_only, max(2, round(self.connect_timeout_s))
+            )
+            self.pool.open(wait=True, timeout=self.connect_timeout_s)
+        except (psycopg.Error, PoolTimeout) as exc:
             self.pool.close()
-            raise _error(self.url, exc) from None
+            # a server that is down, starting or restarting: exit code 4, run again (README)
+            unreachable = unreachable_error(exc, self.url, self.location)
+            raise (unreachable or _error(self.url, exc)) from None
         except BaseException:
             self.pool.close()
             raise
@@ -81,7 +95,10 @@ class PostgresStore(PostgresDocuments):
         self.exact_scan_fraction = settings.pg_exact_scan_fraction
         self.ef_search = settings.pg_hnsw_ef_search
         self.lock_timeout_ms = round(settings.lock_timeout_s * 1000)
+        self.connect_timeout_s = settings.pg_connect_timeout_s
         pool = getattr(self, "pool", None)
+        if pool is not None:
+            pool.timeout = pool.reconnect_timeout = self.connect_timeout_s
         if pool is not None and pool.max_size != self.pool_size:
             pool.resize(min_size=min(pool.min_size, self.pool_size), max_size=self.pool_size)
 

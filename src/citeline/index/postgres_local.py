@@ -73,6 +73,7 @@ class LocalPostgres:
     port: int
     password: str
     pid: int = 0
+    durable: bool = False
 
     def url(self, database: str = "postgres") -> str:
         return f"postgresql://{DB_USER}:{self.password}@127.0.0.1:{self.port}/{database}"
@@ -110,21 +111,43 @@ class LocalPostgres:
         )  # fmt: skip
         pwfile.unlink()
         port = _free_port()
-        options = [
-            f"-p {port}", "-h 127.0.0.1", "-k ''", "-c max_connections=100", "-c shared_buffers=128MB",
-            "-c maintenance_work_mem=256MB", "-c synchronous_commit=off",
-        ]  # fmt: skip
-        if not durable:
-            options += ["-c fsync=off", "-c full_page_writes=off"]
-        subprocess.run(
-            [str(bin_dir / "pg_ctl"), "-D", str(data), "-l", str(folder / "server.log"), "-w",
-             "-t", str(int(timeout)), "-o", " ".join(options), "start"],
-            check=True, capture_output=True, timeout=timeout + 10, **run_as,
-        )  # fmt: skip
-        pid = int((data / "postmaster.pid").read_text().split()[0])
-        server = cls(str(data), port, password, pid)
+        pid = _launch(data, port, durable, timeout, run_as)
+        server = cls(str(data), port, password, pid, durable)
         server.create_template()
         return server
+
+    def start_again(self, timeout: float = 120.0) -> LocalPostgres:
+        """Start this server again (after ``stop(remove=False)`` or ``crash()``) on the same port;
+        after a crash PostgreSQL replays its WAL first. The same server, with its new pid."""
+        account = _service_account()
+        run_as: dict[str, Any] = {} if account is None else {"user": account[0], "group": account[1]}
+        pid = _launch(Path(self.data), self.port, self.durable, timeout, run_as)
+        return LocalPostgres(self.data, self.port, self.password, pid, self.durable)
+
+    def crash(self) -> None:
+        """Stop the server the way a crash does (``pg_ctl stop -m immediate``: every process quits
+        at once, nothing is checkpointed; the next start recovers from the WAL). Kept on disk."""
+        account = _service_account()
+        run_as: dict[str, Any] = {} if account is None else {"user": account[0], "group": account[1]}
+        subprocess.run(
+            [str(binaries() / "pg_ctl"), "-D", self.data, "-m", "immediate", "-w", "stop"],
+            check=True, capture_output=True, timeout=60, **run_as,
+        )  # fmt: skip
+
+    def kill(self, timeout: float = 60.0) -> None:
+        """SIGKILL the postmaster and every process it started, as the OOM killer or a host that
+        lost power would (no process gets to clean up; the next start recovers from the WAL)."""
+        import signal
+        import time
+
+        pid = int((Path(self.data) / "postmaster.pid").read_text().split()[0])
+        children = _children(pid)
+        for victim in [pid, *children]:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(victim, signal.SIGKILL)
+        deadline = time.monotonic() + timeout
+        while any(Path(f"/proc/{p}").exists() for p in [pid, *children]) and time.monotonic() < deadline:
+            time.sleep(0.02)  # (zombies of a parent that is not us vanish when init reaps them)
 
     def create_template(self) -> None:
         """A template database with pgvector, so each test database is one CREATE DATABASE away."""
@@ -153,6 +176,7 @@ class LocalPostgres:
             conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
 
     def stop(self, remove: bool = True) -> None:
+        """A fast shutdown (sessions are ended, the server checkpoints); ``remove`` deletes its files."""
         data = Path(self.data)
         if (data / "postmaster.pid").exists():
             account = _service_account()
@@ -167,3 +191,32 @@ class LocalPostgres:
                     os.kill(self.pid, 9)
         if remove:
             shutil.rmtree(data.parent, ignore_errors=True)
+
+
+def _launch(data: Path, port: int, durable: bool, timeout: float, run_as: dict[str, Any]) -> int:
+    """pg_ctl start on 127.0.0.1:``port``, waiting until the server accepts connections; its pid."""
+    options = [
+        f"-p {port}", "-h 127.0.0.1", "-k ''", "-c max_connections=100", "-c shared_buffers=128MB",
+        "-c maintenance_work_mem=256MB", "-c synchronous_commit=off",
+    ]  # fmt: skip
+    if not durable:
+        options += ["-c fsync=off", "-c full_page_writes=off"]
+    subprocess.run(
+        [str(binaries() / "pg_ctl"), "-D", str(data), "-l", str(data.parent / "server.log"), "-w",
+         "-t", str(int(timeout)), "-o", " ".join(options), "start"],
+        check=True, capture_output=True, timeout=timeout + 10, **run_as,
+    )  # fmt: skip
+    return int((data / "postmaster.pid").read_text().split()[0])
+
+
+def _children(pid: int) -> list[int]:
+    """The pids of the processes whose parent is ``pid`` (Linux /proc)."""
+    out = []
+    for entry in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = entry.read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if int(fields[1]) == pid:
+            out.append(int(entry.parent.name))
+    return out

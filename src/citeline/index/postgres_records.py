@@ -5,6 +5,7 @@ traces. A mixin of PostgresStore (index/postgres.py); every write is one transac
 from __future__ import annotations
 
 import json
+import logging
 import secrets
 import time
 from collections.abc import Iterable, Iterator, Mapping
@@ -25,6 +26,11 @@ from citeline.errors import (
 from citeline.index.base import ApiKey
 from citeline.settings import redact_url
 from citeline.trace import Trace, TraceSummary
+
+# psycopg_pool logs every failed reconnection attempt as a warning; with no handler configured
+# Python prints those on stderr in the middle of a command's output. A handler of its own keeps
+# them out of plain command output while an application that configures logging still gets them.
+logging.getLogger("psycopg.pool").addHandler(logging.NullHandler())
 
 _KEY_COLUMNS = 'id, "user", key_hash, groups, role, created_at, revoked_at, label, meta'
 #: pg_advisory_xact_lock key of the single writer (writers take turns, readers never wait)
@@ -64,9 +70,49 @@ def storage_error(exc: BaseException, url: str, location: str) -> CitelineError 
             f"Could not write to {location}: the server is out of disk or memory ({detail}). The last "
             "write was rolled back, so nothing is half-written: run the command again once there is room."
         )
+    if isinstance(exc, PoolTimeout):
+        why = _why_no_connection(url)
+        if why is not None:  # the pool only says it waited: say what connecting answers
+            detail = f"{detail}: {redact_url(why, secret_of=url)}"
     if isinstance(exc, (psycopg.OperationalError, PoolTimeout)):
         return IndexUnavailableError(f"{location} cannot be reached now ({detail}); nothing was changed.")
     return None
+
+
+def _why_no_connection(url: str) -> str | None:
+    """What connecting to ``url`` answers now (a refused connection, a server starting up), or
+    None when it connects: then every pooled connection was busy."""
+    try:
+        with psycopg.connect(url, connect_timeout=3):
+            return None
+    except psycopg.Error as exc:
+        lines = [line.strip() for line in str(exc).strip().splitlines() if line.strip()]
+        return lines[0] if lines else type(exc).__name__
+
+
+#: what the server answers at connection time when it cannot take sessions *now* (it is starting,
+#: stopping or recovering from a crash, or full); anything else it says then (a wrong password,
+#: no such database or role, pg_hba) will not change by trying again
+_TRANSIENT_AT_CONNECT = (
+    "the database system is",  # starting up, shutting down, in recovery mode, not yet accepting...
+    "too many clients",
+    "too many connections",
+    "terminating connection due to administrator command",
+)
+
+
+def unreachable_error(exc: BaseException, url: str, location: str) -> CitelineError | None:
+    """IndexUnavailableError (exit code 4: run again) when opening failed because the server
+    cannot be reached or cannot take sessions now: refused, timed out, closed, restarting. None
+    when the server refused us for good (password, database, role) or the error is another one."""
+    if isinstance(exc, PoolTimeout):
+        return storage_error(exc, url, location)
+    if not isinstance(exc, psycopg.OperationalError) or exc.sqlstate not in (None, "57P01", "57P03", "53300"):
+        return None
+    message = str(exc)
+    if "FATAL:" in message and not any(t in message for t in _TRANSIENT_AT_CONNECT):
+        return None
+    return storage_error(exc, url, location)
 
 
 class PostgresRecords:
@@ -78,10 +124,11 @@ class PostgresRecords:
 
     @contextmanager
     def _read(self) -> Iterator[Any]:
+        # a read that writes (a trace, the secret) may meet a read-only server: ReadOnlyIndexError
         try:
             with self.pool.connection() as conn:
                 yield conn
-        except (psycopg.OperationalError, PoolTimeout) as exc:
+        except (psycopg.Error, PoolTimeout) as exc:
             raise (storage_error(exc, self.url, self.location) or exc) from None
 
     @contextmanager

@@ -186,11 +186,11 @@ def migrate(conn: Any, current: int) -> None:
             )
 
 
-def open_schema(url: str, location: str, create: bool, read_only: bool) -> bool:
+def open_schema(url: str, location: str, create: bool, read_only: bool, connect_timeout: int = 30) -> bool:
     """Check pgvector and migrate the schema; True when pgvector has iterative index scans."""
     import psycopg
 
-    with psycopg.connect(url, autocommit=True, connect_timeout=30) as conn:
+    with psycopg.connect(url, autocommit=True, connect_timeout=connect_timeout) as conn:
         tables = {
             r[0]
             for r in conn.execute(

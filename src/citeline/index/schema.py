@@ -13,7 +13,7 @@ from contextlib import contextmanager
 
 from citeline.errors import CitelineError, DiskFullError, IndexBusyError, ReadOnlyIndexError
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 #: the FTS5 tokenizer of chunks_fts (the keyword scorer tokenizes query phrases the same way)
 FTS_TOKENIZER = "porter unicode61 remove_diacritics 2"
 
@@ -165,9 +165,26 @@ def _v2(conn: sqlite3.Connection) -> None:
     conn.execute("CREATE INDEX documents_collection ON documents(collection, source)")
 
 
+# Version 3: the change log of chunks (index/changelog.py). Triggers write it in the transaction
+# that adds or removes the chunk rows, so every write path (ingestion, removal, repair) logs itself;
+# AUTOINCREMENT never reuses a position, even after the log is compacted.
+_V3 = """
+CREATE TABLE changes (
+    seq INTEGER PRIMARY KEY AUTOINCREMENT,
+    chunk INTEGER NOT NULL,
+    op INTEGER NOT NULL
+);
+CREATE TRIGGER chunks_log_ai AFTER INSERT ON chunks BEGIN
+    INSERT INTO changes(chunk, op) VALUES (new.rowid, 1);
+END;
+CREATE TRIGGER chunks_log_ad AFTER DELETE ON chunks BEGIN
+    INSERT INTO changes(chunk, op) VALUES (old.rowid, 0);
+END;
+"""
+
 # MIGRATIONS[v] upgrades a database at schema version v-1 to version v: a script, or a function
 # for steps that compute values (new ids).
-MIGRATIONS: dict[int, str | Callable[[sqlite3.Connection], None]] = {1: _V1, 2: _v2}
+MIGRATIONS: dict[int, str | Callable[[sqlite3.Connection], None]] = {1: _V1, 2: _v2, 3: _V3}
 
 
 def storage_error(exc: sqlite3.Error, where: str = "the index") -> CitelineError | None:

@@ -19,6 +19,7 @@ import numpy as np
 from citeline.errors import CitelineError, EmbedderMismatchError, NotAnIndexError, SchemaTooNewError
 from citeline.index.base import EmbedderInfo, Problem, Vector
 from citeline.index.dense import DenseMatrix
+from citeline.index.engines import Engines, EngineSettings
 from citeline.index.schema import SCHEMA_VERSION, migrate, storage_error, transaction
 from citeline.index.sql_filter import filter_sql
 from citeline.index.sqlite_write import SqliteWrites
@@ -66,6 +67,7 @@ class SqliteStore(SqliteWrites):
             raise
         self._dense: DenseMatrix | None = None
         self._dense_generation = -1
+        self._engines = Engines(folder, self.read_only, EngineSettings())
 
     _immutable = False
 
@@ -141,8 +143,12 @@ class SqliteStore(SqliteWrites):
         self._close_connections()
 
     def configure(self, settings: Settings) -> None:
-        """How long a write waits for another writer's transaction (lock_timeout_s)."""
+        """How long a write waits for another writer's transaction (lock_timeout_s); when the
+        derived engines take over (engine_*)."""
         self._set_busy_timeout(round(settings.lock_timeout_s * 1000))
+        self._engines.settings = EngineSettings(
+            settings.engine_min_chunks, settings.engine_exact_rows, settings.engine_nprobe
+        )
 
     def check(self, repair: bool = False) -> list[Problem]:
         from citeline.index.sqlite_check import check_store
@@ -280,6 +286,12 @@ class SqliteStore(SqliteWrites):
                 "ON CONFLICT(text_hash, embedder) DO UPDATE SET vector = excluded.vector",
                 [(h, embedder, np.asarray(v, dtype=np.float32).tobytes()) for h, v in vectors.items()],
             )
+            if embedder == self.meta("embedder"):  # chunks that gain a vector: the engines add them
+                self.conn.executemany(
+                    "INSERT INTO changes (chunk, op) SELECT rowid, 1 FROM chunks WHERE text_hash = ?",
+                    [(h,) for h in vectors],
+                )
+            self._bump_generation()
 
     def swap_embedder(self, name: str, version: str, dim: int) -> None:
         """Make ``name`` the active embedder in one transaction and drop the old vectors."""
@@ -298,6 +310,7 @@ class SqliteStore(SqliteWrites):
             self._set_meta("embedder_version", version)
             self._set_meta("embedder_dim", str(dim))
             self._bump_generation()
+        self._after_write()
 
     def chunks(self, chunk_ids: Sequence[str]) -> dict[str, tuple[Chunk, Document]]:
         out: dict[str, tuple[Chunk, Document]] = {}

@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from citeline.index.base import Problem
+from citeline.index.engines import engines_present
 from citeline.index.schema import transaction
 
 if TYPE_CHECKING:
@@ -76,6 +77,7 @@ def check_store(store: SqliteStore, repair: bool = False) -> list[Problem]:
         found.append((Problem("keyword-index", fts_problem), "fts"))
 
     found += _vector_problems(store, chunk_rows)
+    found += _engine_problems(store)
 
     broken = conn.execute(
         "SELECT DISTINCT d.id, d.source FROM chunks c JOIN documents d ON d.id = c.document_id WHERE c.start < 0 "
@@ -115,7 +117,21 @@ def check_store(store: SqliteStore, repair: bool = False) -> list[Problem]:
     with store._lock, transaction(conn, f"the index at {store.location}"):
         _repair(store, steps)
     store._dense = None  # rebuilt from SQLite on next use
+    info = store.embedder_info()
+    generation = int(store.meta("generation") or 0)
+    if info is not None and (store._engines.wanted(conn, generation) or engines_present(store.folder)):
+        store._engines.rebuild(conn, info.name, info.dim, store._engine_tag())
     return [Problem(p.kind, p.detail, repaired=step is not None) for p, step in found]
+
+
+def _engine_problems(store: SqliteStore) -> list[tuple[Problem, str | None]]:
+    """The derived engines (index/engines.py) against the chunks, when the index uses them."""
+    info = store.embedder_info()
+    generation = int(store.meta("generation") or 0)
+    if info is None or not (store._engines.wanted(store.conn, generation) or engines_present(store.folder)):
+        return []
+    problems = store._engines.check(store.conn, info.name, info.dim, store._engine_tag())
+    return [(p, "engines") for p in problems]
 
 
 def _vector_problems(store: SqliteStore, chunk_rows: int) -> list[tuple[Problem, str | None]]:

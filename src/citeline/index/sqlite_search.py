@@ -14,11 +14,13 @@ scores as ``bm25()``.
 
 from __future__ import annotations
 
+import logging
 import math
 import sqlite3
 import threading
 from collections import Counter, defaultdict
 from collections.abc import Sequence
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -26,12 +28,14 @@ import numpy.typing as npt
 
 from citeline.index.base import Vector
 from citeline.index.dense import DenseMatrix
+from citeline.index.engines import Engines, EngineState
 from citeline.index.schema import FTS_TOKENIZER, snapshot
 from citeline.index.sql_filter import filter_sql
 from citeline.index.sqlite_records import SqliteRecords
 from citeline.retrieval.bm25 import fts_match_expression, fts_quote, keyword_phrases
 from citeline.retrieval.filters import Filter
 
+log = logging.getLogger(__name__)
 #: FTS5's bm25() constants
 BM25_K1, BM25_B = 1.2, 0.75
 _VOCAB = "temp.citeline_fts_instances"
@@ -99,6 +103,9 @@ if TYPE_CHECKING:
 class SqliteSearch(SqliteRecords):
     _dense: DenseMatrix | None
     _dense_generation: int
+    _engines: Engines
+    folder: Path
+    location: str
     #: (generation, rowids sorted, FTS token count of each): the lengths BM25 needs
     _lengths: tuple[int, npt.NDArray[np.int64], npt.NDArray[np.float64]] | None = None
 
@@ -130,10 +137,40 @@ class SqliteSearch(SqliteRecords):
         )
         return [(rows[r], s) for r, s in hits if r in rows]
 
+    def _engine_tag(self) -> str:
+        """The embedder the vector engine was built with (rebuilt when it changes)."""
+        return f"{self.meta('embedder')}@{self.meta('embedder_version') or ''}@{self.meta('embedder_dim')}"
+
+    def _engine_state(self) -> EngineState | None:
+        """The derived engines' state when they serve this index (index/engines.py), else None:
+        FTS5 and the matrix do. An engine that cannot be read or brought up to date is logged and
+        left out (SQLite answers)."""
+        meta = dict(
+            self.conn.execute(
+                "SELECT key, value FROM meta WHERE key IN "
+                "('generation', 'embedder', 'embedder_version', 'embedder_dim')"
+            ).fetchall()
+        )
+        generation, name = int(meta.get("generation") or 0), meta.get("embedder")
+        if name is None or not self._engines.wanted(self.conn, generation):
+            return None
+        dim = int(meta.get("embedder_dim") or 0)
+        tag = f"{name}@{meta.get('embedder_version') or ''}@{dim}"
+        try:
+            keyword, vector = self._engines.catch_up(self.conn, name, dim, tag)
+        except Exception as exc:  # a damaged engine file: whatever its library raises
+            log.warning("%s: the derived engines are not usable (%s); searching SQLite", self.location, exc)
+            return None
+        return EngineState(generation, keyword, vector, name, dim)
+
     def keyword_search(self, query: Query | str, flt: Filter, k: int) -> list[tuple[str, float]]:
         expression = fts_match_expression(query)
         if expression is None or k <= 0:
             return []
+        state = self._engine_state()
+        if state is not None and state.keyword and flt.principal.admin:
+            hits = self._engines.keyword_search(self.conn, keyword_phrases(query), flt, k, state.generation)
+            return self._ids_for_rowids(hits)
         if not flt.principal.admin:
             with snapshot(self.conn):
                 return self._slice_bm25(keyword_phrases(query), expression, flt, k)
@@ -249,6 +286,12 @@ class SqliteSearch(SqliteRecords):
         return self._ids_for_rowids([(candidates[i], float(scores[i])) for i in order])
 
     def vector_search(self, vector: Vector, flt: Filter, k: int) -> list[tuple[str, float]]:
+        state = self._engine_state()
+        if state is not None and state.vector and k > 0:
+            hits = self._engines.vector_search(
+                self.conn, vector, flt, k, state.generation, state.embedder, state.dim
+            )
+            return self._ids_for_rowids(hits)
         dense = self._dense_matrix()
         allowed = None
         if not flt.is_empty:
@@ -272,6 +315,13 @@ class SqliteSearch(SqliteRecords):
         n = self.count_chunks(flt)
         cond, params = filter_sql(flt, "c.document_id")
         weights: dict[str, float] = {}
+        state = self._engine_state() if terms and flt.principal.admin else None
+        if state is not None and state.keyword:
+            for term in terms:
+                phrases = keyword_phrases(term)
+                df = self._engines.term_count(self.conn, phrases, flt, state.generation) if phrases else 0
+                weights[term] = math.log(1.0 + (n - df + 0.5) / (df + 0.5))
+            return weights
         for term in terms:
             expression = fts_match_expression(term)
             df = 0

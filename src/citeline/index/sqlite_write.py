@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import logging
 import time
 from collections.abc import Iterable, Mapping, Sequence
 
@@ -13,6 +14,8 @@ import numpy as np
 
 from citeline.errors import CitelineError
 from citeline.index.base import DocumentWrite, Vector
+from citeline.index.changelog import compact, log_floor, log_position
+from citeline.index.engines import engines_present
 from citeline.index.schema import transaction
 from citeline.index.sqlite_search import SqliteSearch
 from citeline.models import Chunk, Document
@@ -22,9 +25,39 @@ def text_hash(index_text: str) -> str:
     return hashlib.sha256(index_text.encode("utf-8")).hexdigest()
 
 
+log = logging.getLogger(__name__)
+#: a writer brings the engines up to date itself once this many changes wait for them
+CATCH_UP_CHANGES = 5_000
+
+
 class SqliteWrites(SqliteSearch):
     def _bump_generation(self) -> None:
         self._set_meta("generation", str(int(self.meta("generation") or 0) + 1))
+        if not engines_present(self.folder):  # no engine to catch up: the change log is not needed
+            compact(self.conn, log_position(self.conn))
+
+    def _after_write(self) -> None:
+        """Bring the derived engines up to date (index/engines.py) once ``CATCH_UP_CHANGES`` wait
+        for them (a search catches up before that), or drop them when the index fell below the
+        threshold; then compact the change log up to what their files hold. The write itself is committed: a failure here is logged, and the next
+        search catches up again."""
+        try:
+            generation = int(self.meta("generation") or 0)
+            if not self._engines.wanted(self.conn, generation):
+                if engines_present(self.folder):
+                    self._engines.drop()
+                return
+            saved = self._engines.saved_position()
+            if log_position(self.conn) - saved < CATCH_UP_CHANGES:
+                return  # the next search catches up (a tantivy commit per small write costs)
+            if self._engine_state() is None:
+                return
+            saved = self._engines.saved_position()
+            if saved > log_floor(self.conn):
+                with self._lock, transaction(self.conn):
+                    compact(self.conn, saved)
+        except Exception as exc:  # the engines are derived: SQLite holds the write
+            log.warning("%s: the derived engines were not updated (%s)", self.location, exc)
 
     def replace_document(
         self,
@@ -45,6 +78,7 @@ class SqliteWrites(SqliteSearch):
             for write in writes:
                 self._replace(name, write)
             self._bump_generation()
+        self._after_write()
 
     def _replace(self, name: str, write: DocumentWrite) -> None:
         document, chunks, vectors = write.document, write.chunks, write.vectors
@@ -175,3 +209,4 @@ class SqliteWrites(SqliteSearch):
         with self._lock, transaction(self.conn):
             self._gc_embeddings(self._remove(document_id))
             self._bump_generation()
+        self._after_write()

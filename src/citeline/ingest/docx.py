@@ -3,7 +3,10 @@
 Headings come from paragraph styles ("Heading 1".."Heading 6", styles based on them,
 an explicit outline level, "Title"), list paragraphs from numbering or "List" styles,
 tables become Markdown-like rows. The zip's central directory is checked before
-anything is decompressed, so a zip bomb is refused without being inflated.
+anything is decompressed, so a zip bomb is refused without being inflated. A member that lies
+about its size in the directory is never inflated past the size it declares: the package is
+re-read in bounded steps into an uncompressed copy, which python-docx reads (zipfile's own
+``read()`` of a whole member inflates all of it in one call before cutting it to that size).
 """
 
 from __future__ import annotations
@@ -47,8 +50,9 @@ class DocxParser(BaseParser):
 
     def parse(self, data: bytes, path: Path) -> ParsedDocument:
         _check_zip(data, path)
+        package = _bounded_copy(data, path)
         try:
-            document = docx.Document(io.BytesIO(data))
+            document = docx.Document(io.BytesIO(package))
         except Exception as exc:  # python-docx raises many types for a broken package
             raise ParseError(
                 str(path), f"not a readable Word document ({type(exc).__name__}: {exc})"
@@ -91,6 +95,29 @@ def _check_zip(data: bytes, path: Path) -> None:
                 )
         if "word/document.xml" not in zf.namelist():
             raise ParseError(str(path), "not a Word document (no word/document.xml in the archive)")
+
+
+_STEP = 1 << 16  # bytes inflated per read: what one step of a lying member can cost
+
+
+def _bounded_copy(data: bytes, path: Path) -> bytes:
+    """The package again with every member stored (not compressed), each inflated in steps of
+    _STEP bytes and never past the size the directory declares (already checked to be within
+    MAX_UNCOMPRESSED): whatever python-docx then reads costs no inflating at all."""
+    out = io.BytesIO()
+    try:
+        with zipfile.ZipFile(io.BytesIO(data)) as src, zipfile.ZipFile(out, "w", zipfile.ZIP_STORED) as dst:
+            for info in src.infolist():
+                if info.is_dir():
+                    continue
+                with src.open(info) as member:
+                    parts = []
+                    while chunk := member.read(_STEP):  # stops at the declared size; CRC checked
+                        parts.append(chunk)
+                dst.writestr(info.filename, b"".join(parts))
+    except Exception as exc:  # zipfile and zlib raise many types for a broken archive (as python-docx)
+        raise ParseError(str(path), f"not a readable Word document ({type(exc).__name__}: {exc})") from None
+    return out.getvalue()
 
 
 class _Styles:

@@ -43,6 +43,8 @@ PIPELINE_VERSION = "4"  # 2: PDF tables; 3: HTML tables: header row only under <
 
 Progress = Callable[[str, int], None]  # (event, amount): "file" per file, "chunks" per chunk embedded
 
+STAGES = ("parse", "chunk", "embed", "write")
+
 
 @dataclass
 class IngestReport:
@@ -64,6 +66,8 @@ class IngestReport:
     prune_needed: bool = False
     chunks_embedded: int = 0
     chunks_written: int = 0
+    #: wall seconds per stage: parse, chunk (semantic chunking's embedding included), embed, write
+    seconds: dict[str, float] = field(default_factory=lambda: dict.fromkeys(STAGES, 0.0))
 
     def summary(self) -> str:
         line = (
@@ -144,6 +148,8 @@ class Prepared:
     page_starts: tuple[int, ...]
     original: bytes
     existing: bool
+    parse_s: float = 0.0
+    chunk_s: float = 0.0
 
 
 def prepare(job: FileJob, chunker: Chunker, signature: str, settings: Settings) -> Prepared:
@@ -152,7 +158,9 @@ def prepare(job: FileJob, chunker: Chunker, signature: str, settings: Settings) 
     path = Path(job.path)
     if not job.data.strip():
         raise ParseError(job.source, "the file is empty (no text to index)")
+    t0 = time.perf_counter()
     parsed = parser_for(path).parse(job.data, path)
+    t1 = time.perf_counter()
     if len(parsed.text) > settings.max_text_chars:
         raise ParseError(
             job.source,
@@ -160,6 +168,7 @@ def prepare(job: FileJob, chunker: Chunker, signature: str, settings: Settings) 
             "(raise it with CITELINE_MAX_TEXT_CHARS)",
         )
     chunks = chunker.chunk(parsed, job.document_id)
+    t2 = time.perf_counter()
     if not chunks:
         raise ParseError(job.source, "no text to index after parsing")
     document = Document(
@@ -176,7 +185,9 @@ def prepare(job: FileJob, chunker: Chunker, signature: str, settings: Settings) 
         acl=job.acl,
         metadata={**parsed.metadata, **job.extra, "pipeline": signature},
     )
-    return Prepared(document, parsed.text, chunks, tuple(parsed.page_starts), job.data, job.existing)
+    return Prepared(
+        document, parsed.text, chunks, tuple(parsed.page_starts), job.data, job.existing, t1 - t0, t2 - t1
+    )
 
 
 #: what a failed file is reported with instead of stopping the batch
@@ -397,11 +408,18 @@ class Ingestor:
 
     def write(self, prepared: Prepared, report: IngestReport, progress: Progress | None) -> None:
         """Embed what the cache lacks and replace the document (the local, one-file path)."""
+        t0 = time.perf_counter()
         vectors = self._vectors(prepared.chunks, progress, report)
+        t1 = time.perf_counter()
         doc = prepared.document
         self.store.replace_document(
             doc, prepared.text, prepared.chunks, vectors, prepared.page_starts, prepared.original
         )
+        seconds = report.seconds
+        seconds["parse"] += prepared.parse_s
+        seconds["chunk"] += prepared.chunk_s
+        seconds["embed"] += t1 - t0
+        seconds["write"] += time.perf_counter() - t1
         report.chunks_written += len(prepared.chunks)
         (report.updated if prepared.existing else report.added).append(doc.source)
 
@@ -411,7 +429,10 @@ class Ingestor:
         """Vectors for every chunk: from the cache by indexed-text hash, the rest embedded now."""
         by_hash = {text_hash(c.index_text): c.index_text for c in chunks}
         vectors: dict[str, np.ndarray] = dict(self.store.cached_vectors(by_hash))
-        missing = [(h, by_hash[h]) for h in by_hash if h not in vectors]
+        # Shortest first across the whole document, so that each batch holds chunks of similar
+        # length and pads little (the embedder sorts only within the texts of one call).
+        tokens = {text_hash(c.index_text): c.token_count for c in chunks}
+        missing = sorted(((h, by_hash[h]) for h in by_hash if h not in vectors), key=lambda x: tokens[x[0]])
         retries = self.settings.embed_retries
         for part, part_vectors in embed_batches(self.embedder, missing, progress, retries=retries):
             vectors.update(zip(part, part_vectors, strict=True))
