@@ -14,9 +14,10 @@ from citeline.index.base import DocumentWrite
 from citeline.index.changelog import compact, log_floor, log_position
 from citeline.index.schema import transaction
 from citeline.index.sqlite import SqliteStore, text_hash
-from citeline.models import Chunk, Document, document_id_for
+from citeline.models import document_id_for
 from citeline.retrieval.filters import Filter, Principal
 from citeline.settings import Settings
+from reliability.engine_worker import document_write
 
 ADMIN = Filter.admin()
 DIM = 16
@@ -30,30 +31,13 @@ def _unit(rng: np.random.Generator, center: np.ndarray | None = None) -> np.ndar
 
 
 def _write(number: int, rng: np.random.Generator, centers: np.ndarray, per_doc: int = 4) -> DocumentWrite:
-    source = f"doc-{number:05d}.md"
-    doc_id = document_id_for("default", source)
-    chunks, vectors, text = [], {}, ""
-    for j in range(per_doc):
-        body = f"word{number} part{j} shared corpus text"
-        index_text = f"{source} > {body}"
-        chunks.append(
-            Chunk(
-                f"{doc_id[:12]}-{j:012d}",
-                doc_id,
-                j,
-                len(text),
-                len(text) + len(body),
-                body,
-                index_text,
-                (),
-                "p",
-            )
-        )
-        vectors[text_hash(index_text)] = _unit(rng, centers[(number * per_doc + j) % len(centers)])
-        text += body + "\n\n"
-    tags = {f"s{p}": "1" for p in (10, 50) if number % 100 < p}
-    doc = Document(doc_id, source, source, "markdown", f"h{number}", len(text), 0.0, None, tags=tags)
-    return DocumentWrite(doc, text, chunks, vectors)
+    return document_write(
+        f"doc-{number:05d}.md",
+        [f"word{number} part{j} shared corpus text" for j in range(per_doc)],
+        [_unit(rng, centers[(number * per_doc + j) % len(centers)]) for j in range(per_doc)],
+        f"h{number}",
+        {f"s{p}": "1" for p in (10, 50) if number % 100 < p},
+    )
 
 
 def _store(path: Path, **settings: int) -> SqliteStore:

@@ -27,31 +27,39 @@ def vector(number: int, version: int, part: int) -> np.ndarray:
     return v / np.linalg.norm(v)
 
 
+def document_write(
+    source: str,
+    bodies: list[str],
+    vectors: list[np.ndarray],
+    content_hash: str,
+    tags: dict[str, str] | None = None,
+) -> DocumentWrite:
+    """A document of one chunk per body (paragraphs, given vectors), as ingestion would write it."""
+    doc_id = document_id_for("default", source)
+    chunks, by_hash, text = [], {}, ""
+    for j, (body, vec) in enumerate(zip(bodies, vectors, strict=True)):
+        index_text = f"{source} > {body}"
+        start = len(text)
+        chunks.append(
+            Chunk(f"{doc_id[:12]}-{j:012d}", doc_id, j, start, start + len(body), body, index_text, (), "p")
+        )
+        by_hash[text_hash(index_text)] = vec
+        text += body + "\n\n"
+    doc = Document(doc_id, source, source, "markdown", content_hash, len(text), 0.0, None, tags=tags or {})
+    return DocumentWrite(doc, text, chunks, by_hash)
+
+
 def write(number: int, version: int) -> DocumentWrite:
     """Document ``number`` at ``version``: every chunk holds the word uniq{number}v{version}."""
-    source = f"doc-{number:04d}.md"
-    doc_id = document_id_for("default", source)
-    chunks, vectors, text = [], {}, ""
-    for j in range(PER_DOC):
-        body = f"uniq{number}v{version} part{j} deployment notes number {number * 100 + j}"
-        index_text = f"{source} > {body}"
-        chunks.append(
-            Chunk(
-                f"{doc_id[:12]}-{j:012d}",
-                doc_id,
-                j,
-                len(text),
-                len(text) + len(body),
-                body,
-                index_text,
-                (),
-                "p",
-            )
-        )
-        vectors[text_hash(index_text)] = vector(number, version, j)
-        text += body + "\n\n"
-    doc = Document(doc_id, source, source, "markdown", f"h{number}-{version}", len(text), 0.0, None)
-    return DocumentWrite(doc, text, chunks, vectors)
+    return document_write(
+        f"doc-{number:04d}.md",
+        [
+            f"uniq{number}v{version} part{j} deployment notes number {number * 100 + j}"
+            for j in range(PER_DOC)
+        ],
+        [vector(number, version, j) for j in range(PER_DOC)],
+        f"h{number}-{version}",
+    )
 
 
 def main() -> None:
