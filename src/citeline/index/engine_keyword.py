@@ -127,6 +127,9 @@ class KeywordEngine:
             raise RuntimeError("no keyword engine to update")
         writer = self._index.writer(WRITER_HEAP, 1)
         try:
+            # a process killed in the middle of a commit leaves files no commit names (a .del
+            # file tantivy then fails to create again: FileAlreadyExists); drop them first
+            writer.garbage_collect_files()
             for rowid in changed.tolist():
                 writer.delete_documents_by_term("rowid", int(rowid))
             for rowid, text in rows:
