@@ -55,3 +55,17 @@ def test_missing_model_files_and_unknown_names_say_what_to_do(tmp_path: Path) ->
         make_embedder(f"onnx:{tmp_path}")
     with pytest.raises(UnknownBackendError, match="minilm-int8"):
         make_embedder("no-such-model")
+
+
+def test_session_starts_unoptimised_and_optimises_once_the_work_pays() -> None:
+    """A one-shot query runs on the graph as loaded (fast to create); after OPTIMIZE_AFTER_TOKENS
+    padded tokens the session is rebuilt optimised, and both give the same vectors."""
+    from citeline.embedding.onnx import OPTIMIZE_AFTER_TOKENS, minilm_int8
+
+    e = minilm_int8()  # a new instance: make_embedder's is shared with other tests
+    query = "what is the default queue lifetime"
+    first = e.embed([query])
+    assert not e._session.optimized
+    e.embed(["a passage about deferred mail and the queue manager " * 4] * (OPTIMIZE_AFTER_TOKENS // 40 + 1))
+    assert e._session.optimized
+    assert np.abs(e.embed([query]) - first).max() < 1e-5

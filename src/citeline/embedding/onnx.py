@@ -45,8 +45,18 @@ def usable_cpus() -> int:
         return os.cpu_count() or 1
 
 
-def cpu_session(model_path: Path, threads: int | None = None, *, spin: bool = True) -> Any:
-    """An onnxruntime CPU session using ``threads`` cores (default: every usable CPU), quiet logging.
+#: padded tokens a session runs before it is rebuilt with graph optimisations. Building the
+#: optimised graph of MiniLM int8 costs ~0.15 s more CPU than loading it as it is (0.20 s against
+#: 0.05 s), and each token run unoptimised costs ~0.45 ms more (64 tokens: 64 ms against 36 ms):
+#: a one-shot `citeline search` (one short query) starts fast, ingestion and a server optimise
+#: once the work pays for it (benchmarks/results/bench_scale.md, start-up).
+OPTIMIZE_AFTER_TOKENS = 512
+
+
+class CpuSession:
+    """An onnxruntime CPU session using ``threads`` cores (default: every usable CPU), quiet
+    logging, that starts without graph optimisation and rebuilds itself optimised after
+    ``OPTIMIZE_AFTER_TOKENS`` padded tokens (the outputs agree to ~1e-6).
 
     The graphs are chains of operators, so inter-op parallelism buys nothing: one inter-op thread,
     sequential execution. ``spin=False`` stops idle intra-op threads from busy-waiting between
@@ -54,16 +64,49 @@ def cpu_session(model_path: Path, threads: int | None = None, *, spin: bool = Tr
     (96 abstracts on 2 loaded cores: 8.4-8.7 s of CPU without spinning, 10.4-10.9 s with, the same
     wall time within the noise).
     """
-    import onnxruntime as ort
 
-    opts = ort.SessionOptions()
-    opts.intra_op_num_threads = threads or usable_cpus()
-    opts.inter_op_num_threads = 1
-    opts.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
-    opts.log_severity_level = 3
-    if not spin:
-        opts.add_session_config_entry("session.intra_op.allow_spinning", "0")
-    return ort.InferenceSession(str(model_path), sess_options=opts, providers=["CPUExecutionProvider"])
+    def __init__(
+        self,
+        model_path: Path,
+        threads: int | None = None,
+        *,
+        spin: bool = True,
+        optimize_after: int = OPTIMIZE_AFTER_TOKENS,
+    ) -> None:
+        self._path, self._threads, self._spin = model_path, threads, spin
+        self._lock = threading.Lock()
+        self._tokens, self._optimize_after = 0, optimize_after
+        self.optimized = optimize_after <= 0
+        self._session = self._create(optimize=self.optimized)
+
+    def _create(self, *, optimize: bool) -> Any:
+        import onnxruntime as ort
+
+        opts = ort.SessionOptions()
+        opts.intra_op_num_threads = self._threads or usable_cpus()
+        opts.inter_op_num_threads = 1
+        opts.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
+        opts.log_severity_level = 3
+        if not optimize:
+            opts.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
+        if not self._spin:
+            opts.add_session_config_entry("session.intra_op.allow_spinning", "0")
+        return ort.InferenceSession(str(self._path), sess_options=opts, providers=["CPUExecutionProvider"])
+
+    def get_inputs(self) -> Any:
+        return self._session.get_inputs()
+
+    def get_outputs(self) -> Any:
+        return self._session.get_outputs()
+
+    def run(self, outputs: Sequence[str] | None, feeds: dict[str, Any]) -> Any:
+        if not self.optimized:
+            with self._lock:
+                self._tokens += int(np.asarray(feeds["input_ids"]).size)
+                if not self.optimized and self._tokens > self._optimize_after:
+                    self._session = self._create(optimize=True)
+                    self.optimized = True
+        return self._session.run(outputs, feeds)
 
 
 #: encodings kept from count_tokens for embed() to reuse (the chunker counts, then the same texts
@@ -113,7 +156,7 @@ class OnnxEmbedder:
         self._tokenizer_path = tokenizer_path
         self._encoded: OrderedDict[str, list[int]] = OrderedDict()
         self._lock = threading.Lock()
-        self._session = cpu_session(model_path, threads, spin=False)
+        self._session = CpuSession(model_path, threads, spin=False)
         self._inputs = {i.name for i in self._session.get_inputs()}
         self.dim = int(self._session.get_outputs()[0].shape[-1])
         self.version = version or _file_digest(model_path)[:16]

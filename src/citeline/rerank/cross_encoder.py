@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 import numpy as np
 import numpy.typing as npt
 
-from citeline.embedding.onnx import cpu_session
+from citeline.embedding.onnx import CpuSession
 from citeline.errors import ConfigError
 from citeline.models import Hit, StageScore
 from citeline.retrieval.query import Query, analyze
@@ -53,7 +53,8 @@ class OnnxPairScorer:
         self._tokenizer = Tokenizer.from_file(str(tok))
         self._tokenizer.enable_truncation(max_tokens, strategy="longest_first")  # a long question too
         self._tokenizer.enable_padding()
-        self._session = cpu_session(model, threads)
+        # every use scores many pairs (hundreds of tokens or more): optimised from the start
+        self._session = CpuSession(model, threads, optimize_after=0)
         self._inputs = {i.name for i in self._session.get_inputs()}
 
     def logits(self, pairs: Sequence[tuple[str, str]]) -> npt.NDArray[np.float32]:
