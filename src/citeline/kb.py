@@ -19,8 +19,6 @@ from citeline.answer.generators.base import Generator
 from citeline.components import Components, open_store
 from citeline.errors import AccessError, DocumentNotFoundError, InvalidQuestionError
 from citeline.index.base import Problem, Store
-from citeline.ingest.embed import embed_batches, reembed
-from citeline.ingest.pipeline import Ingestor, IngestReport, Progress
 from citeline.models import DEFAULT_COLLECTION, Answer, Document, Hit
 from citeline.retrieval.filters import Filter, Principal
 from citeline.retrieval.hybrid import Retrieval
@@ -30,6 +28,7 @@ from citeline.trace import Trace, TraceSummary
 
 if TYPE_CHECKING:
     from citeline.answer.answerer import SentenceListener
+    from citeline.ingest.pipeline import Ingestor, IngestReport, Progress
 
 
 def access_filter(principal: Principal | Filter | None, flt: Filter | None) -> Filter:
@@ -94,6 +93,8 @@ class KnowledgeBase:
     # -- ingestion -----------------------------------------------------------------------------
 
     def _ingestor(self) -> Ingestor:
+        from citeline.ingest.pipeline import Ingestor  # parsers and chunking: not needed to search
+
         return Ingestor(self.store, self.embedder, self.settings)
 
     def add(
@@ -163,6 +164,7 @@ class KnowledgeBase:
     def reindex(self, embedder_name: str, progress: Progress | None = None) -> dict[str, Any]:
         """Embed every chunk with another embedder side by side, then swap atomically."""
         from citeline.embedding import make_embedder
+        from citeline.ingest.embed import reembed
 
         new = make_embedder(embedder_name)
         result = reembed(self.store, new, progress)
@@ -284,6 +286,8 @@ class KnowledgeBase:
         return CheckReport(problems, remaining)
 
     def _embed_missing(self) -> int:
+        from citeline.ingest.embed import embed_batches
+
         embedder = self.embedder
         pending = self.store.all_text_hashes()
         have = self.store.cached_vectors([h for h, _ in pending])

@@ -61,3 +61,52 @@ def test_dense_search_is_exact_and_respects_allowed_rows() -> None:
     filtered = dense.search(q, 3, allowed)
     expected = sorted(((int(i), float(m[i - 1000] @ q)) for i in allowed), key=lambda x: -x[1])[:3]
     assert [i for i, _ in filtered] == [i for i, _ in expected]
+
+
+def test_dense_matrix_is_saved_for_the_next_process_and_never_read_stale(tmp_path: Path) -> None:
+    """The matrix read from SQLite is saved (dense-matrix.npz) and read back by the next store
+    opened on the index; after a write its key differs and SQLite is read again."""
+    from tests.index.test_store_contract import DIM, _vector, put
+
+    from citeline.index import dense
+    from citeline.retrieval.filters import Filter
+
+    location = tmp_path / "index"
+    first = SqliteStore(location)
+    first.bind_embedder("test-embedder", "1", DIM)
+    put(first, "a.md", ["Alpha one.", "Alpha two."], seed=1)
+    query = _vector(100)
+    hits = first.vector_search(query, Filter.admin(), 5)
+    saved = location / "dense-matrix.npz"
+    assert saved.is_file()
+    first.close()
+
+    reads: list[int] = []
+    real_save = dense.save
+    second = SqliteStore(location)
+    try:
+        dense.save = lambda *a, **k: reads.append(1) or real_save(*a, **k)  # type: ignore[assignment]
+        assert second.vector_search(query, Filter.admin(), 5) == hits
+        assert reads == []  # loaded from the saved file, not SQLite
+        put(second, "b.md", ["Beta one."], seed=2)
+        after = second.vector_search(_vector(200), Filter.admin(), 5)
+        assert reads == [1]  # the write changed the key: read from SQLite and saved again
+        assert len(second._dense_matrix()) == 3
+        assert {h for h, _ in after} >= {c for c in second.document_chunks(second.find_document("b.md").id)}
+    finally:
+        dense.save = real_save  # type: ignore[assignment]
+        second.close()
+
+
+def test_a_damaged_saved_matrix_is_ignored(tmp_path: Path) -> None:
+    from tests.index.test_store_contract import DIM, _vector, put
+
+    from citeline.retrieval.filters import Filter
+
+    location = tmp_path / "index"
+    store = SqliteStore(location)
+    store.bind_embedder("test-embedder", "1", DIM)
+    put(store, "a.md", ["Alpha one.", "Alpha two."], seed=1)
+    (location / "dense-matrix.npz").write_bytes(b"not a zip file")
+    assert len(store.vector_search(_vector(1), Filter.admin(), 5)) == 2
+    store.close()

@@ -26,7 +26,9 @@ from typing import TYPE_CHECKING
 import numpy as np
 import numpy.typing as npt
 
+from citeline.index import dense
 from citeline.index.base import Vector
+from citeline.index.changelog import log_position
 from citeline.index.dense import DenseMatrix
 from citeline.index.engines import Engines, EngineState
 from citeline.index.schema import FTS_TOKENIZER, snapshot
@@ -106,25 +108,40 @@ class SqliteSearch(SqliteRecords):
     _engines: Engines
     folder: Path
     location: str
+    read_only: bool
     #: (generation, rowids sorted, FTS token count of each): the lengths BM25 needs
     _lengths: tuple[int, npt.NDArray[np.int64], npt.NDArray[np.float64]] | None = None
 
     def _dense_matrix(self) -> DenseMatrix:
-        generation = int(self.meta("generation") or 0)
-        with self._lock:
+        with self._lock, snapshot(self.conn):  # the key and the rows it names agree
+            generation = int(self.meta("generation") or 0)
             if self._dense is None or generation != self._dense_generation:
-                name = self.meta("embedder")
-                dim = int(self.meta("embedder_dim") or 0)
-                rows = self.conn.execute(
-                    "SELECT c.rowid, e.vector FROM chunks c JOIN embeddings e "
-                    "ON e.text_hash = c.text_hash AND e.embedder = ? ORDER BY c.rowid",
-                    (name,),
-                ).fetchall()
-                rowids = np.fromiter((r[0] for r in rows), dtype=np.int64, count=len(rows))
-                matrix = np.frombuffer(b"".join(r[1] for r in rows), dtype=np.float32).reshape(len(rows), dim)
-                self._dense = DenseMatrix(rowids, matrix)
+                self._dense = self._read_dense(generation)
                 self._dense_generation = generation
             return self._dense
+
+    def _read_dense(self, generation: int) -> DenseMatrix:
+        """The matrix saved by the last process that read this generation, else from SQLite
+        (then saved for the next one; index/dense.py)."""
+        name = self.meta("embedder")
+        dim = int(self.meta("embedder_dim") or 0)
+        count, top = self.conn.execute("SELECT COUNT(*), MAX(rowid) FROM chunks").fetchone()
+        key = f"{generation}:{name}:{dim}:{count}:{top}:{log_position(self.conn)}"
+        saved = self.folder / dense.SAVED_NAME
+        found = dense.load_saved(saved, key)
+        if found is not None:
+            return found
+        rows = self.conn.execute(
+            "SELECT c.rowid, e.vector FROM chunks c JOIN embeddings e "
+            "ON e.text_hash = c.text_hash AND e.embedder = ? ORDER BY c.rowid",
+            (name,),
+        ).fetchall()
+        rowids = np.fromiter((r[0] for r in rows), dtype=np.int64, count=len(rows))
+        matrix = np.frombuffer(b"".join(r[1] for r in rows), dtype=np.float32).reshape(len(rows), dim)
+        found = DenseMatrix(rowids, matrix)
+        if not self.read_only:
+            dense.save(saved, key, found)
+        return found
 
     def _ids_for_rowids(self, hits: list[tuple[int, float]]) -> list[tuple[str, float]]:
         if not hits:
