@@ -8,7 +8,7 @@ QUESTION ?= What does error LDG-4012 mean and how do I fix it?
 HOST ?= 127.0.0.1
 PORT ?= 8000
 
-.PHONY: install run serve test test-fast stress fuzz bench bench-pg bench-engines bench-peers lint lock clean train train-data train-env
+.PHONY: install run serve test test-fast stress fuzz bench bench-pg bench-engines bench-1m bench-peers lint lock clean train train-data train-env
 
 $(STAMP): requirements.lock pyproject.toml
 	@command -v $(PYTHON) >/dev/null 2>&1 || { echo "$(PYTHON) not found; run: make PYTHON=python3 ..."; exit 1; }
@@ -84,6 +84,13 @@ bench-pg: $(STAMP)
 ENGINE_CHUNKS ?= 100000
 bench-engines: $(STAMP)
 	nice -n 5 $(BIN)/python benchmarks/bench_engines.py --chunks $(ENGINE_CHUNKS)
+
+# The 1M-chunk run: the index written through the Store API and the engines measured at each filter
+# selectivity (bench_engines), then hybrid retrieval, queries/s and one-shot search on that index.
+BENCH_1M_INDEX ?= $(HOME)/.cache/citeline/bench/engines-1m
+bench-1m: $(STAMP)
+	nice -n 5 $(BIN)/python benchmarks/bench_engines.py --chunks 1000000 --keep $(BENCH_1M_INDEX) --out benchmarks/results/bench_engines_1m
+	$(BIN)/python benchmarks/bench_scale.py --index $(BENCH_1M_INDEX) --out benchmarks/results/bench_scale_1m
 
 # citeline beside LlamaIndex and Haystack (benchmarks/peers/): same ONNX embedder, chunks and queries;
 # the peers in their own pinned environment. PEERS_ARGS="--docs 5183" runs the whole SciFact corpus.

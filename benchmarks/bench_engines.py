@@ -199,7 +199,9 @@ def main() -> None:
         location = str(args.keep or Path(tmp) / "index")
         store = open_store(location)
         store.configure(settings.replace(engine_min_chunks=args.engine_min_chunks))
-        store.bind_embedder("minilm-int8", "bench", vecs.shape[1])
+        # the model's own name and version: the kept index answers `citeline search` (bench_scale --index)
+        model = make_embedder("minilm-int8")
+        store.bind_embedder(model.name, model.version, vecs.shape[1])
         t = time.perf_counter()
         if args.reuse and store.count_chunks(Filter.admin()) == len(chunks):
             previous = json.loads(args.out.with_suffix(".json").read_text(encoding="utf-8"))
