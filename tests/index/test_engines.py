@@ -12,6 +12,7 @@ import numpy as np
 from citeline.components import open_store
 from citeline.index.base import DocumentWrite
 from citeline.index.changelog import compact, log_floor, log_position
+from citeline.index.engine_keyword import KeywordEngine
 from citeline.index.schema import transaction
 from citeline.index.sqlite import SqliteStore, text_hash
 from citeline.models import document_id_for
@@ -175,3 +176,18 @@ def test_filtered_ann_keeps_recall_against_exact(tmp_path: Path) -> None:
     assert store._engines.vector is not None and store._engines.vector.index.nlist > 1
     exact.close()
     store.close()
+
+
+def test_many_small_updates_keep_the_keyword_engine_merged(tmp_path: Path) -> None:
+    """Each write is one tantivy commit; the merges a commit schedules must finish, or every
+    update leaves one more segment and writes and searches slow down as the index grows
+    (without waiting for them: 30-80 segments here)."""
+    engine = KeywordEngine(tmp_path / "engines")
+    engine.build([], position=0)
+    for batch in range(80):
+        rows = [(batch * 10 + j, f"word{batch} part{j} shared text") for j in range(10)]
+        engine.apply(np.asarray([r for r, _ in rows], dtype=np.int64), rows, position=batch + 1)
+    assert engine._index is not None
+    assert engine._index.searcher().num_segments <= 10
+    assert engine.count(["shared"]) == 800
+    assert [r for r, _ in engine.search(["word7"], 20)] == list(range(70, 80))
