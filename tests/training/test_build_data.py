@@ -10,17 +10,7 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
-from training.build_data import (
-    Corpus,
-    Unit,
-    checker_groups,
-    informativeness,
-    prefix_of,
-    question_problem,
-    reader_groups,
-    split_of,
-    template_question,
-)
+from training.checker_pairs import checker_groups
 from training.common import (
     HARD_RESERVED,
     ReservedPackageError,
@@ -31,6 +21,10 @@ from training.common import (
     reserved_globs,
 )
 from training.llm import example_questions, parse_list_reply
+from training.questions import informativeness, question_problem
+from training.reader_pairs import Corpus, reader_groups
+from training.templates import template_question
+from training.units import Unit, prefix_of, split_of
 
 from training import claims as C
 
