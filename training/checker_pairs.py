@@ -12,6 +12,7 @@ from collections.abc import Iterator, Sequence
 from typing import Any
 
 from training import claims as C
+from training import corruptions as K
 from training.questions import Batch, plan_batches
 from training.reader_pairs import Corpus
 from training.units import Unit, model_input, prefix_of, rng_for
@@ -74,7 +75,7 @@ def checker_groups(
             else:
                 stats["paraphrase:dropped"] += 1
         negatives: list[tuple[str, str]] = []
-        kinds = [*C.CORRUPTION_KINDS, "same_section"]
+        kinds = [*K.CORRUPTION_KINDS, "same_section"]
         rng.shuffle(kinds)
         kinds.sort(key=lambda k: neg_counts[k])  # the rarest kinds first, when they apply
         vocabulary = vocab.get(p.manual, {})
@@ -99,7 +100,7 @@ def checker_groups(
             sources = positives[:]
             rng.shuffle(sources)
             for _, claim in sources:
-                out = C.corrupt(kind, claim, premise, rng, vocabulary)
+                out = K.corrupt(kind, claim, premise, rng, vocabulary)
                 if out is not None:
                     negatives.append((kind, out))
                     break

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from training import claims as C
+from training import corruptions as K
 from training.units import rng_for, split_of
 
 PUBMEDQA = Path(__file__).resolve().parent.parent.parent / "shared" / "datasets" / "pubmedqa"
@@ -101,7 +102,7 @@ def pubmed_groups(
                 if len(negatives) >= len(positives):
                     break
                 for _, claim in positives:
-                    out = C.corrupt(kind, claim, sentence, rng)
+                    out = K.corrupt(kind, claim, sentence, rng)
                     if out is not None:
                         negatives.append((kind, out))
                         break
