@@ -1,14 +1,19 @@
-"""Shared by the training-data scripts: the cache folder, the manual list, reserved packages."""
+"""Shared by the training-data scripts: the cache folder, the manual list, reserved packages, the
+progress log."""
 
 from __future__ import annotations
 
 import fnmatch
+import json
 import os
 import random
 import re
+import resource
+import time
 import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 REPO = Path(__file__).resolve().parent.parent
 MANUALS_TOML = Path(__file__).resolve().parent / "manuals.toml"
@@ -126,3 +131,35 @@ def rendered_path(manual: Manual, man_file: Path) -> Path:
     """Where a man page rendered to text lives: <root>/_rendered/<name>.txt ("tmux.1.txt")."""
     name = man_file.name.removesuffix(".gz")
     return manual.root / "_rendered" / f"{name}.txt"
+
+
+class Logger:
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        path.parent.mkdir(parents=True, exist_ok=True)
+
+    def info(self, message: str) -> None:
+        line = f"{time.strftime('%Y-%m-%d %H:%M:%S')} {message}"
+        print(line, flush=True)
+        with self.path.open("a", encoding="utf-8") as f:
+            f.write(line + "\n")
+
+
+def peak_rss_mib() -> float:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+def read_jsonl(path: Path) -> list[dict[str, Any]]:
+    if not path.is_file():
+        return []
+    rows = []
+    with path.open(encoding="utf-8") as f:
+        for line in f:
+            line = line.strip()
+            if not line:
+                continue
+            try:
+                rows.append(json.loads(line))
+            except ValueError:
+                continue  # a line cut by a kill mid-write
+    return rows

@@ -21,14 +21,9 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from training import llm
-from training.build_data import (
-    load_units,
-    misaligned,
-    plan_batches,
-    question_problem,
-    take_units,
-)
 from training.common import cache_root
+from training.questions import misaligned, plan_batches, question_problem, take_units
+from training.units import load_units
 
 
 def main(argv: list[str] | None = None) -> int:

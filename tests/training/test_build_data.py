@@ -10,17 +10,7 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
-from training.build_data import (
-    Corpus,
-    Unit,
-    checker_groups,
-    informativeness,
-    prefix_of,
-    question_problem,
-    reader_groups,
-    split_of,
-    template_question,
-)
+from training.checker_pairs import checker_groups
 from training.common import (
     HARD_RESERVED,
     ReservedPackageError,
@@ -31,8 +21,13 @@ from training.common import (
     reserved_globs,
 )
 from training.llm import example_questions, parse_list_reply
+from training.questions import informativeness, question_problem
+from training.reader_pairs import Corpus, reader_groups
+from training.templates import template_question
+from training.units import Unit, prefix_of, split_of
 
 from training import claims as C
+from training import corruptions as K
 
 SENTENCES = [
     "The default value of the retry_interval option is 30 seconds.",
@@ -55,12 +50,12 @@ VOCAB = C.name_vocabulary(
 )
 
 
-@pytest.mark.parametrize("kind", C.CORRUPTION_KINDS)
+@pytest.mark.parametrize("kind", K.CORRUPTION_KINDS)
 def test_corruptions_never_return_the_claim(kind: str) -> None:
     applied = 0
     for seed in range(25):
         for s in SENTENCES:
-            out = C.corrupt(kind, s, s, random.Random(seed), VOCAB)
+            out = K.corrupt(kind, s, s, random.Random(seed), VOCAB)
             if out is None:
                 continue
             applied += 1
@@ -72,18 +67,18 @@ def test_corruptions_never_return_the_claim(kind: str) -> None:
 def test_number_change_changes_a_number_and_keeps_the_rest() -> None:
     s = "Compression is enabled for responses larger than 4 MB."
     for seed in range(20):
-        out = C.change_number(s, s, random.Random(seed))
+        out = K.change_number(s, s, random.Random(seed))
         assert out is not None
         assert C.numbers(out) != C.numbers(s)
         assert out.endswith(" MB.")
         assert out.replace(C.numbers(out)[0], "4", 1) == s
-    assert C.change_number("No numbers here at all.", "No numbers here at all.", random.Random(0)) is None
+    assert K.change_number("No numbers here at all.", "No numbers here at all.", random.Random(0)) is None
 
 
 def test_number_change_avoids_values_of_the_premise() -> None:
     premise = "Use 2 or 3 workers; the default is 2."
     for seed in range(30):
-        out = C.change_number("The default is 2.", premise, random.Random(seed))
+        out = K.change_number("The default is 2.", premise, random.Random(seed))
         assert out is not None
         new = C.numbers(out)[0]
         assert new not in ("2", "3")
@@ -106,7 +101,7 @@ def test_numbers_inside_identifiers_are_not_numbers() -> None:
 def test_unit_changes(claim: str, expect_any: tuple[str, ...]) -> None:
     seen = set()
     for seed in range(30):
-        out = C.change_unit(claim, claim, random.Random(seed))
+        out = K.change_unit(claim, claim, random.Random(seed))
         assert out is not None and out != claim
         seen.add(out)
     assert any(any(e in o for e in expect_any) for o in seen), seen
@@ -115,10 +110,10 @@ def test_unit_changes(claim: str, expect_any: tuple[str, ...]) -> None:
 def test_date_change() -> None:
     s = "Since March 2019 the KeepAlive directive is enabled by default."
     for seed in range(20):
-        out = C.change_date(s, s, random.Random(seed))
+        out = K.change_date(s, s, random.Random(seed))
         assert out is not None and out != s
         assert ("2019" not in out) or ("March" not in out)
-    assert C.change_date("No dates here.", "No dates here.", random.Random(1)) is None
+    assert K.change_date("No dates here.", "No dates here.", random.Random(1)) is None
 
 
 @pytest.mark.parametrize(
@@ -133,7 +128,7 @@ def test_date_change() -> None:
     ],
 )
 def test_negation_flips(claim: str, expected: str) -> None:
-    outs = {C.flip_negation(claim, claim, random.Random(seed)) for seed in range(30)}
+    outs = {K.flip_negation(claim, claim, random.Random(seed)) for seed in range(30)}
     assert expected in outs
     assert claim not in outs and None not in outs
 
@@ -143,33 +138,33 @@ def test_negation_words() -> None:
         ("Compression is enabled for large responses.", "disabled"),
         ("Compression is disabled for large responses.", "enabled"),
     ]:
-        outs = {C.flip_negation(claim, claim, random.Random(seed)) for seed in range(30)}
+        outs = {K.flip_negation(claim, claim, random.Random(seed)) for seed in range(30)}
         assert any(o and word in o for o in outs)
         assert claim not in outs
-    assert C.flip_negation("Logs rotate weekly.", "Logs rotate weekly.", random.Random(0)) is None
+    assert K.flip_negation("Logs rotate weekly.", "Logs rotate weekly.", random.Random(0)) is None
 
 
 def test_name_swap_uses_another_name_of_the_manual_not_in_the_premise() -> None:
     s = "The default value of the retry_interval option is 30 seconds."
     for seed in range(20):
-        out = C.swap_name(s, s, random.Random(seed), VOCAB)
+        out = K.swap_name(s, s, random.Random(seed), VOCAB)
         assert out is not None
         assert "retry_interval" not in out
         new = [t for _, t in C.identifiers(out)]
         assert any(t in VOCAB["snake"] for t in new)
-    assert C.swap_name("Nothing to swap here.", "Nothing to swap here.", random.Random(0), VOCAB) is None
+    assert K.swap_name("Nothing to swap here.", "Nothing to swap here.", random.Random(0), VOCAB) is None
 
 
 def test_added_entity_names_someone_the_premise_does_not() -> None:
     s = "Compression is enabled for responses larger than 4 MB."
     for seed in range(20):
-        out = C.add_entity(s, s, random.Random(seed))
+        out = K.add_entity(s, s, random.Random(seed))
         assert out is not None and out != s
-        names = [p for p in C.PERSONS if p in out] + [o for o in C.ORGANISATIONS if o.lower() in out.lower()]
+        names = [p for p in K.PERSONS if p in out] + [o for o in K.ORGANISATIONS if o.lower() in out.lower()]
         assert names
         assert all(n.lower() not in s.lower() for n in names)
     # an identifier keeps its case when the claim is embedded after a comma
-    out = C.add_entity("KeepAlive is on.", "KeepAlive is on.", random.Random(3))
+    out = K.add_entity("KeepAlive is on.", "KeepAlive is on.", random.Random(3))
     assert out is not None and "KeepAlive" in out
 
 
