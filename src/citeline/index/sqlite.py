@@ -177,17 +177,26 @@ class SqliteStore(SqliteWrites):
 
     # -- documents ---------------------------------------------------------------------------
 
-    def _document(self, row: sqlite3.Row | tuple[Any, ...]) -> Document:
+    def _document(
+        self,
+        row: sqlite3.Row | tuple[Any, ...],
+        tags: dict[str, str] | None = None,
+        acl: tuple[str, ...] | None = None,
+    ) -> Document:
         doc_id = row[0]
-        tags = dict(
-            self.conn.execute("SELECT key, value FROM doc_tags WHERE document_id = ?", (doc_id,)).fetchall()
-        )
-        acl = tuple(
-            r[0]
-            for r in self.conn.execute(
-                "SELECT entry FROM doc_acl WHERE document_id = ? ORDER BY entry", (doc_id,)
+        if tags is None:
+            tags = dict(
+                self.conn.execute(
+                    "SELECT key, value FROM doc_tags WHERE document_id = ?", (doc_id,)
+                ).fetchall()
             )
-        )
+        if acl is None:
+            acl = tuple(
+                r[0]
+                for r in self.conn.execute(
+                    "SELECT entry FROM doc_acl WHERE document_id = ? ORDER BY entry", (doc_id,)
+                )
+            )
         return Document(
             id=doc_id,
             source=row[1],
@@ -210,6 +219,33 @@ class SqliteStore(SqliteWrites):
             f"SELECT {_DOC_COLUMNS} FROM documents WHERE id = ?", (document_id,)
         ).fetchone()
         return None if row is None else self._document(row)
+
+    def get_documents(self, document_ids: Sequence[str]) -> dict[str, Document]:
+        ids = list(dict.fromkeys(document_ids))
+        out: dict[str, Document] = {}
+        for lo in range(0, len(ids), 500):
+            part = ids[lo : lo + 500]
+            marks = ",".join("?" * len(part))
+            rows = self.conn.execute(
+                f"SELECT {_DOC_COLUMNS} FROM documents WHERE id IN ({marks})", part
+            ).fetchall()
+            tags: dict[str, dict[str, str]] = {r[0]: {} for r in rows}
+            acl: dict[str, list[str]] = {r[0]: [] for r in rows}
+            if rows:
+                found = [r[0] for r in rows]
+                marks = ",".join("?" * len(found))
+                for doc_id, key, value in self.conn.execute(
+                    f"SELECT document_id, key, value FROM doc_tags WHERE document_id IN ({marks})", found
+                ):
+                    tags[doc_id][key] = value
+                for doc_id, entry in self.conn.execute(
+                    f"SELECT document_id, entry FROM doc_acl WHERE document_id IN ({marks}) ORDER BY entry",
+                    found,
+                ):
+                    acl[doc_id].append(entry)
+            for r in rows:
+                out[r[0]] = self._document(r, tags[r[0]], tuple(acl[r[0]]))
+        return out
 
     def find_document(self, source: str, collection: str | None = None) -> Document | None:
         if collection is not None:
