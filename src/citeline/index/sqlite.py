@@ -220,6 +220,24 @@ class SqliteStore(SqliteWrites):
         ).fetchone()
         return None if row is None else self._document(row)
 
+    def _documents(self, rows: Sequence[sqlite3.Row | tuple[Any, ...]]) -> list[Document]:
+        """Documents of ``rows``, their tags and ACLs read in a few queries (not two per row)."""
+        tags: dict[str, dict[str, str]] = {r[0]: {} for r in rows}
+        acl: dict[str, list[str]] = {r[0]: [] for r in rows}
+        ids = list(tags)
+        for lo in range(0, len(ids), 500):
+            part = ids[lo : lo + 500]
+            marks = ",".join("?" * len(part))
+            for doc_id, key, value in self.conn.execute(
+                f"SELECT document_id, key, value FROM doc_tags WHERE document_id IN ({marks})", part
+            ):
+                tags[doc_id][key] = value
+            for doc_id, entry in self.conn.execute(
+                f"SELECT document_id, entry FROM doc_acl WHERE document_id IN ({marks}) ORDER BY entry", part
+            ):
+                acl[doc_id].append(entry)
+        return [self._document(r, tags[r[0]], tuple(acl[r[0]])) for r in rows]
+
     def get_documents(self, document_ids: Sequence[str]) -> dict[str, Document]:
         ids = list(dict.fromkeys(document_ids))
         out: dict[str, Document] = {}
@@ -229,22 +247,7 @@ class SqliteStore(SqliteWrites):
             rows = self.conn.execute(
                 f"SELECT {_DOC_COLUMNS} FROM documents WHERE id IN ({marks})", part
             ).fetchall()
-            tags: dict[str, dict[str, str]] = {r[0]: {} for r in rows}
-            acl: dict[str, list[str]] = {r[0]: [] for r in rows}
-            if rows:
-                found = [r[0] for r in rows]
-                marks = ",".join("?" * len(found))
-                for doc_id, key, value in self.conn.execute(
-                    f"SELECT document_id, key, value FROM doc_tags WHERE document_id IN ({marks})", found
-                ):
-                    tags[doc_id][key] = value
-                for doc_id, entry in self.conn.execute(
-                    f"SELECT document_id, entry FROM doc_acl WHERE document_id IN ({marks}) ORDER BY entry",
-                    found,
-                ):
-                    acl[doc_id].append(entry)
-            for r in rows:
-                out[r[0]] = self._document(r, tags[r[0]], tuple(acl[r[0]]))
+            out.update((d.id, d) for d in self._documents(rows))
         return out
 
     def find_document(self, source: str, collection: str | None = None) -> Document | None:
@@ -270,7 +273,7 @@ class SqliteStore(SqliteWrites):
             "ORDER BY collection, source LIMIT ? OFFSET ?"
         )
         rows = self.conn.execute(sql, [*params, -1 if limit is None else limit, offset]).fetchall()
-        return [self._document(r) for r in rows]
+        return self._documents(rows)
 
     def count_documents(self, flt: Filter) -> int:
         cond, params = filter_sql(flt, "id")

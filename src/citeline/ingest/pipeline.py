@@ -256,9 +256,9 @@ class Ingestor:
         files = ((source_for(path, base), path) for _given, path in iter_files(paths, report, walks))
         try:
             for group in _groups(files, LOOKUP_FILES):
-                lookup = self.store.get_documents([document_id_for(collection, s) for s, _ in group])
-                for source, path in group:
-                    doc_id = document_id_for(collection, source)
+                ids = [document_id_for(collection, s) for s, _ in group]
+                lookup = self.store.get_documents(ids)
+                for (source, path), doc_id in zip(group, ids, strict=True):
                     known: Mapping[str, Document] | None = lookup
                     if doc_id in done:  # named twice: compare with what the first one wrote
                         batch.flush()
