@@ -68,6 +68,7 @@ BENCH_SIZES ?= 10000,100000
 bench: $(STAMP)
 	$(BIN)/python benchmarks/bench_scale.py --sizes $(BENCH_SIZES)
 	$(BIN)/python benchmarks/bench_pipeline.py
+	$(BIN)/python benchmarks/bench_readd.py --out benchmarks/results/bench_readd.json
 	$(BIN)/python benchmarks/bench_parsers.py
 	$(BIN)/python benchmarks/bench_questions.py
 	$(BIN)/python benchmarks/bench_retrieval.py

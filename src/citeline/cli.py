@@ -222,6 +222,11 @@ def main(ctx: click.Context, index: str) -> None:
     "--keep-missing", is_flag=True, help="Keep documents whose files are gone from a folder (reported)."
 )
 @click.option("--prune", is_flag=True, help="Allow removing more than half of a folder's documents.")
+@click.option(
+    "--rehash",
+    is_flag=True,
+    help="Read and hash every file, even those whose size and mtime are unchanged (trust_mtime = false).",
+)
 @click.option("--strict", is_flag=True, hidden=True, help="Kept for scripts: failures always exit 3.")
 @json_option("Print the report as JSON.")
 @click.option("--collection", default=DEFAULT_COLLECTION, show_default=True, help="Collection to add to.")
@@ -243,6 +248,7 @@ def add(
     acl: tuple[str, ...],
     keep_missing: bool,
     prune: bool,
+    rehash: bool,
     strict: bool,
     as_json: bool,
     collection: str,
@@ -266,7 +272,7 @@ def add(
         from citeline.ingest.distributed import check_workers
 
         check_workers(workers)
-    kb = _kb(ctx, create=True)
+    kb = _kb(ctx, create=True, trust_mtime=False if rehash else None)
     with _progress(not as_json and sys.stderr.isatty()) as progress:
         report = kb.add(
             paths,

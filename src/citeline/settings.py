@@ -60,6 +60,11 @@ class Settings:
     embed_retries: int = _opt(
         2, "tries again (with exponential backoff) when the embedder fails on a batch", min=0, max=10
     )
+    trust_mtime: bool = _opt(
+        True,
+        "re-adding: a file whose size and modification time match its document (and was not modified "
+        "within 2 s of being indexed) is unchanged without being read; false: read and hash every file",
+    )
     lock_timeout_s: float = _opt(
         30.0, "seconds a writer waits for another writer's transaction before failing (exit code 4)", min=0.0
     )

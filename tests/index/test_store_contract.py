@@ -114,6 +114,21 @@ def test_documents_round_trip_with_text_spans_and_original(store: Store) -> None
     assert store.count_documents(ADMIN) == 1 and store.count_chunks(ADMIN) == 2
 
 
+def test_get_documents_looks_up_many_at_once_with_tags_and_acl(store: Store) -> None:
+    docs = [
+        put(store, f"d{i}.md", [f"paragraph {i}"], tags={"team": f"t{i}"}, acl=("group:b", "group:a"), seed=i)
+        for i in range(3)
+    ]
+    ids = [d.id for d in docs] + ["no-such-document", docs[0].id]
+    got = store.get_documents(ids)
+    assert set(got) == {d.id for d in docs}  # absent ids are left out, repeats once
+    for d in docs:
+        assert got[d.id] == store.get_document(d.id)
+        assert got[d.id].tags == d.tags and got[d.id].acl == ("group:a", "group:b")
+        assert got[d.id].mtime == d.mtime and got[d.id].updated_at > 0
+    assert store.get_documents([]) == {}
+
+
 def test_replace_is_whole_and_collections_keep_same_named_files_apart(store: Store) -> None:
     old = put(store, "a.md", ["one", "two", "three"])
     old_chunks = set(store.document_chunks(old.id))

@@ -138,6 +138,10 @@ class Store(Protocol):
     # -- documents ------------------------------------------------------------------------------
     def get_document(self, document_id: str) -> Document | None: ...
 
+    def get_documents(self, document_ids: Sequence[str]) -> dict[str, Document]:
+        """The stored documents of ``document_ids`` by id, in a few queries (absent ids are left out)."""
+        ...
+
     def find_document(self, source: str, collection: str | None = None) -> Document | None:
         """By source (in ``collection``, or any collection when None), else by absolute file path."""
         ...

@@ -62,6 +62,17 @@ class PostgresDocuments(PostgresSearch):
     def get_document(self, document_id: str) -> Document | None:
         return self._find("document_id = %s", (document_id,))
 
+    def get_documents(self, document_ids: Sequence[str]) -> dict[str, Document]:
+        ids = list(dict.fromkeys(document_ids))
+        out: dict[str, Document] = {}
+        with self._read() as conn:
+            for lo in range(0, len(ids), 1000):
+                rows = conn.execute(
+                    f"SELECT {DOC_COLUMNS} FROM documents WHERE document_id = ANY(%s)", (ids[lo : lo + 1000],)
+                ).fetchall()
+                out.update((d.id, d) for d in self._documents(conn, rows))
+        return out
+
     def find_document(self, source: str, collection: str | None = None) -> Document | None:
         scope, extra = ("AND collection = %s", [collection]) if collection is not None else ("", [])
         return self._find(f"source = %s {scope} ORDER BY collection", [source, *extra]) or self._find(

@@ -177,17 +177,26 @@ class SqliteStore(SqliteWrites):
 
     # -- documents ---------------------------------------------------------------------------
 
-    def _document(self, row: sqlite3.Row | tuple[Any, ...]) -> Document:
+    def _document(
+        self,
+        row: sqlite3.Row | tuple[Any, ...],
+        tags: dict[str, str] | None = None,
+        acl: tuple[str, ...] | None = None,
+    ) -> Document:
         doc_id = row[0]
-        tags = dict(
-            self.conn.execute("SELECT key, value FROM doc_tags WHERE document_id = ?", (doc_id,)).fetchall()
-        )
-        acl = tuple(
-            r[0]
-            for r in self.conn.execute(
-                "SELECT entry FROM doc_acl WHERE document_id = ? ORDER BY entry", (doc_id,)
+        if tags is None:
+            tags = dict(
+                self.conn.execute(
+                    "SELECT key, value FROM doc_tags WHERE document_id = ?", (doc_id,)
+                ).fetchall()
             )
-        )
+        if acl is None:
+            acl = tuple(
+                r[0]
+                for r in self.conn.execute(
+                    "SELECT entry FROM doc_acl WHERE document_id = ? ORDER BY entry", (doc_id,)
+                )
+            )
         return Document(
             id=doc_id,
             source=row[1],
@@ -210,6 +219,36 @@ class SqliteStore(SqliteWrites):
             f"SELECT {_DOC_COLUMNS} FROM documents WHERE id = ?", (document_id,)
         ).fetchone()
         return None if row is None else self._document(row)
+
+    def _documents(self, rows: Sequence[sqlite3.Row | tuple[Any, ...]]) -> list[Document]:
+        """Documents of ``rows``, their tags and ACLs read in a few queries (not two per row)."""
+        tags: dict[str, dict[str, str]] = {r[0]: {} for r in rows}
+        acl: dict[str, list[str]] = {r[0]: [] for r in rows}
+        ids = list(tags)
+        for lo in range(0, len(ids), 500):
+            part = ids[lo : lo + 500]
+            marks = ",".join("?" * len(part))
+            for doc_id, key, value in self.conn.execute(
+                f"SELECT document_id, key, value FROM doc_tags WHERE document_id IN ({marks})", part
+            ):
+                tags[doc_id][key] = value
+            for doc_id, entry in self.conn.execute(
+                f"SELECT document_id, entry FROM doc_acl WHERE document_id IN ({marks}) ORDER BY entry", part
+            ):
+                acl[doc_id].append(entry)
+        return [self._document(r, tags[r[0]], tuple(acl[r[0]])) for r in rows]
+
+    def get_documents(self, document_ids: Sequence[str]) -> dict[str, Document]:
+        ids = list(dict.fromkeys(document_ids))
+        out: dict[str, Document] = {}
+        for lo in range(0, len(ids), 500):
+            part = ids[lo : lo + 500]
+            marks = ",".join("?" * len(part))
+            rows = self.conn.execute(
+                f"SELECT {_DOC_COLUMNS} FROM documents WHERE id IN ({marks})", part
+            ).fetchall()
+            out.update((d.id, d) for d in self._documents(rows))
+        return out
 
     def find_document(self, source: str, collection: str | None = None) -> Document | None:
         if collection is not None:
@@ -234,7 +273,7 @@ class SqliteStore(SqliteWrites):
             "ORDER BY collection, source LIMIT ? OFFSET ?"
         )
         rows = self.conn.execute(sql, [*params, -1 if limit is None else limit, offset]).fetchall()
-        return [self._document(r) for r in rows]
+        return self._documents(rows)
 
     def count_documents(self, flt: Filter) -> int:
         cond, params = filter_sql(flt, "id")

@@ -20,7 +20,10 @@ if TYPE_CHECKING:
 def source_for(path: Path, root: Path) -> str:
     """The path relative to ``root`` with / separators, or the absolute path for a file outside it."""
     absolute = os.path.abspath(path)
-    relative = os.path.relpath(absolute, os.path.abspath(root))
+    base = os.path.abspath(root)
+    if absolute.startswith(base.rstrip(os.sep) + os.sep):  # under root: what relpath gives, cheaper
+        return Path(absolute[len(base.rstrip(os.sep)) + 1 :]).as_posix()
+    relative = os.path.relpath(absolute, base)
     if relative == os.pardir or relative.startswith(os.pardir + os.sep) or os.path.isabs(relative):
         return Path(absolute).as_posix()
     return Path(relative).as_posix()

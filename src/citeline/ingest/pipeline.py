@@ -1,4 +1,10 @@
-"""Incremental ingestion: hash, skip unchanged, parse, chunk, embed what is new, replace atomically.
+"""Incremental ingestion: skip unchanged, parse, chunk, embed what is new, replace atomically.
+
+A file is unchanged when its stored document has the same content hash and pipeline signature; its
+bytes are not even read when its size and modification time match the document's and it was not
+modified within :data:`RACY_S` of being indexed (``trust_mtime``, as git and rsync do). Documents
+are looked up a group of files at a time, and the chunks of several files are embedded together
+(citeline.ingest.batches).
 
 Files as users keep them: only regular files are read (a named pipe, socket or device inside a
 folder is skipped with the reason and never opened, so it cannot block ingestion), unreadable
@@ -9,9 +15,11 @@ removed (see :meth:`Ingestor.add` for the safety rules).
 from __future__ import annotations
 
 import hashlib
+import itertools
 import os
+import stat as stat_module
 import time
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import cast
@@ -27,8 +35,8 @@ from citeline.errors import (
     ReadOnlyIndexError,
 )
 from citeline.index.base import Store
-from citeline.index.sqlite import text_hash
-from citeline.ingest.embed import embed_batches
+from citeline.ingest.batches import FILE_ERRORS as FILE_ERRORS  # what a failed file is reported with
+from citeline.ingest.batches import EmbedBatch, fill_vectors, write_prepared
 from citeline.ingest.files import FolderWalk, iter_files, read_regular, source_for, too_big
 from citeline.ingest.registry import parser_for
 from citeline.models import DEFAULT_COLLECTION, Chunk, Document, document_id_for
@@ -44,6 +52,12 @@ PIPELINE_VERSION = "4"  # 2: PDF tables; 3: HTML tables: header row only under <
 Progress = Callable[[str, int], None]  # (event, amount): "file" per file, "chunks" per chunk embedded
 
 STAGES = ("parse", "chunk", "embed", "write")
+
+#: a file modified less than this long before it was indexed is read and hashed again even when
+#: its size and modification time match (it may have changed again within the clock's granularity)
+RACY_S = 2.0
+#: files whose documents are looked up in one query
+LOOKUP_FILES = 256
 
 
 @dataclass
@@ -190,8 +204,10 @@ def prepare(job: FileJob, chunker: Chunker, signature: str, settings: Settings) 
     )
 
 
-#: what a failed file is reported with instead of stopping the batch
-FILE_ERRORS = (CitelineError, OSError, ValueError, MemoryError, RecursionError)
+def _groups(items: Iterable[tuple[str, Path]], n: int) -> Iterator[list[tuple[str, Path]]]:
+    it = iter(items)
+    while group := list(itertools.islice(it, n)):
+        yield group
 
 
 class Ingestor:
@@ -234,25 +250,34 @@ class Ingestor:
             )
         base = Path(root) if root is not None else Path.cwd()
         walks: list[FolderWalk] = []
+        access = tuple(sorted(set(acl)))
+        batch = EmbedBatch(self.store, self.embedder, report, progress, self.settings.embed_retries)
+        done: set[str] = set()
+        files = ((source_for(path, base), path) for _given, path in iter_files(paths, report, walks))
         try:
-            for _given, path in iter_files(paths, report, walks):
-                source = source_for(path, base)
-                try:
-                    job = self.job(
-                        source, path, collection, dict(tags or {}), tuple(sorted(set(acl))), report
-                    )
-                    if job is not None:
-                        self.write(
-                            prepare(job, self.chunker, self.signature, self.settings), report, progress
-                        )
-                except IndexUnavailableError:
-                    raise
-                except ParseError as exc:
-                    report.failed.append((source, exc.reason))
-                except FILE_ERRORS as exc:
-                    report.failed.append((source, str(exc) or type(exc).__name__))
-                if progress:
-                    progress("file", 1)
+            for group in _groups(files, LOOKUP_FILES):
+                ids = [document_id_for(collection, s) for s, _ in group]
+                lookup = self.store.get_documents(ids)
+                for (source, path), doc_id in zip(group, ids, strict=True):
+                    known: Mapping[str, Document] | None = lookup
+                    if doc_id in done:  # named twice: compare with what the first one wrote
+                        batch.flush()
+                        known = None
+                    done.add(doc_id)
+                    try:
+                        job = self.job(source, path, collection, dict(tags or {}), access, report, known)
+                        if job is not None:  # "file" fires when the batch writes it
+                            batch.add(prepare(job, self.chunker, self.signature, self.settings))
+                            continue
+                    except IndexUnavailableError:
+                        raise
+                    except ParseError as exc:
+                        report.failed.append((source, exc.reason))
+                    except FILE_ERRORS as exc:
+                        report.failed.append((source, str(exc) or type(exc).__name__))
+                    if progress:
+                        progress("file", 1)
+            batch.flush()
             for walk in walks:
                 self._reconcile(walk, collection, report, keep_missing=keep_missing, prune=prune)
         except IndexUnavailableError as exc:
@@ -357,14 +382,54 @@ class Ingestor:
         tags: dict[str, str],
         acl: tuple[str, ...],
         report: IngestReport,
+        lookup: Mapping[str, Document] | None = None,
     ) -> FileJob | None:
         """Read and hash a regular file; None when it is unchanged (its tags and ACL are brought up
-        to date)."""
-        data, mtime = read_regular(path, source, int(self.settings.max_file_mb * 1024 * 1024))
+        to date). ``lookup``: the stored documents by id, when already looked up (one absent from
+        it is not stored); else the store is asked."""
+        doc_id = document_id_for(collection, source)
+        existing = lookup.get(doc_id) if lookup is not None else self.store.get_document(doc_id)
         absolute = os.path.abspath(path)
-        return self._job_for_data(
-            source, data, absolute, mtime, collection, tags, acl, report, {"path": absolute}
+        limit = int(self.settings.max_file_mb * 1024 * 1024)
+        if existing is not None and self._stat_unchanged(existing, path, absolute, limit):
+            self._unchanged(existing, tags, acl, report, source)
+            return None
+        data, mtime = read_regular(path, source, limit)
+        known = {doc_id: existing} if existing is not None else {}
+        extra: dict[str, object] = {"path": absolute}
+        return self._job_for_data(source, data, absolute, mtime, collection, tags, acl, report, extra, known)
+
+    def _stat_unchanged(self, existing: Document, path: Path, absolute: str, limit: int) -> bool:
+        """True when the file may be taken as unchanged without reading it: the same pipeline, path,
+        size and modification time as its document, and the document was indexed more than RACY_S
+        after that time (a file changed again within the clock's granularity is read)."""
+        if not self.settings.trust_mtime or existing.metadata.get("pipeline") != self.signature:
+            return False
+        if existing.metadata.get("path") != absolute:
+            return False
+        try:
+            info = os.stat(path)
+        except OSError:
+            return False
+        return (
+            stat_module.S_ISREG(info.st_mode)
+            and info.st_size == existing.size
+            and info.st_size <= limit
+            and info.st_mtime == existing.mtime
+            and existing.updated_at - existing.mtime > RACY_S
         )
+
+    def _unchanged(
+        self,
+        existing: Document,
+        tags: dict[str, str],
+        acl: tuple[str, ...],
+        report: IngestReport,
+        source: str,
+    ) -> None:
+        if existing.tags != tags or existing.acl != acl:
+            self.store.update_access(existing.id, tags, acl)
+        report.unchanged.append(source)
 
     def _job_for_data(
         self,
@@ -377,19 +442,18 @@ class Ingestor:
         acl: tuple[str, ...],
         report: IngestReport,
         extra: dict[str, object],
+        lookup: Mapping[str, Document] | None = None,
     ) -> FileJob | None:
         """The job for a file's or an upload's bytes; None when the stored document is the same."""
         content_hash = hashlib.sha256(data).hexdigest()
         doc_id = document_id_for(collection, source)
-        existing = self.store.get_document(doc_id)
+        existing = lookup.get(doc_id) if lookup is not None else self.store.get_document(doc_id)
         if (
             existing is not None
             and existing.content_hash == content_hash
             and existing.metadata.get("pipeline") == self.signature
         ):
-            if existing.tags != tags or existing.acl != acl:
-                self.store.update_access(existing.id, tags, acl)
-            report.unchanged.append(source)
+            self._unchanged(existing, tags, acl, report, source)
             return None
         return FileJob(
             source,
@@ -409,35 +473,11 @@ class Ingestor:
     def write(self, prepared: Prepared, report: IngestReport, progress: Progress | None) -> None:
         """Embed what the cache lacks and replace the document (the local, one-file path)."""
         t0 = time.perf_counter()
-        vectors = self._vectors(prepared.chunks, progress, report)
-        t1 = time.perf_counter()
-        doc = prepared.document
-        self.store.replace_document(
-            doc, prepared.text, prepared.chunks, vectors, prepared.page_starts, prepared.original
-        )
-        seconds = report.seconds
-        seconds["parse"] += prepared.parse_s
-        seconds["chunk"] += prepared.chunk_s
-        seconds["embed"] += t1 - t0
-        seconds["write"] += time.perf_counter() - t1
-        report.chunks_written += len(prepared.chunks)
-        (report.updated if prepared.existing else report.added).append(doc.source)
-
-    def _vectors(
-        self, chunks: list[Chunk], progress: Progress | None, report: IngestReport
-    ) -> dict[str, np.ndarray]:
-        """Vectors for every chunk: from the cache by indexed-text hash, the rest embedded now."""
-        by_hash = {text_hash(c.index_text): c.index_text for c in chunks}
-        vectors: dict[str, np.ndarray] = dict(self.store.cached_vectors(by_hash))
-        # Shortest first across the whole document, so that each batch holds chunks of similar
-        # length and pads little (the embedder sorts only within the texts of one call).
-        tokens = {text_hash(c.index_text): c.token_count for c in chunks}
-        missing = sorted(((h, by_hash[h]) for h in by_hash if h not in vectors), key=lambda x: tokens[x[0]])
+        vectors: dict[str, np.ndarray] = {}
         retries = self.settings.embed_retries
-        for part, part_vectors in embed_batches(self.embedder, missing, progress, retries=retries):
-            vectors.update(zip(part, part_vectors, strict=True))
-            report.chunks_embedded += len(part)
-        return vectors
+        fill_vectors(self.store, self.embedder, prepared.chunks, vectors, progress, report, retries)
+        report.seconds["embed"] += time.perf_counter() - t0
+        write_prepared(self.store, prepared, vectors, report)
 
     def remove(self, paths: Iterable[str]) -> IngestReport:
         report = IngestReport()
