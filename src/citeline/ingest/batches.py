@@ -15,7 +15,7 @@ IndexUnavailableError (the store cannot be written) stops the batch and the run.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -25,13 +25,11 @@ from citeline.embedding.base import Embedder
 from citeline.errors import CitelineError, IndexUnavailableError, ParseError
 from citeline.index.base import Store
 from citeline.index.sqlite import text_hash
-from citeline.ingest.embed import embed_batches
+from citeline.ingest.embed import Progress, embed_batches
 from citeline.models import Chunk
 
 if TYPE_CHECKING:
     from citeline.ingest.pipeline import IngestReport, Prepared
-
-Progress = Callable[[str, int], None]  # (event, amount), as citeline.ingest.pipeline.Progress
 
 #: a batch is embedded and written when it holds this many chunks, files or bytes (original + text)
 BATCH_CHUNKS = 256

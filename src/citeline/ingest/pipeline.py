@@ -19,7 +19,7 @@ import itertools
 import os
 import stat as stat_module
 import time
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import cast
@@ -37,6 +37,9 @@ from citeline.errors import (
 from citeline.index.base import Store
 from citeline.ingest.batches import FILE_ERRORS as FILE_ERRORS  # what a failed file is reported with
 from citeline.ingest.batches import EmbedBatch, fill_vectors, write_prepared
+from citeline.ingest.embed import (
+    Progress as Progress,  # (event, amount): "file" per file, "chunks" per chunk embedded
+)
 from citeline.ingest.files import FolderWalk, iter_files, read_regular, source_for, too_big
 from citeline.ingest.registry import parser_for
 from citeline.models import DEFAULT_COLLECTION, Chunk, Document, document_id_for
@@ -49,7 +52,6 @@ UPLOAD_COLLECTION_PREFIX = "uploads/"
 # Bump when parsing or chunking changes what a file turns into, so unchanged files are redone.
 PIPELINE_VERSION = "4"  # 2: PDF tables; 3: HTML tables: header row only under <th>; 4: manual pages in <pre>
 
-Progress = Callable[[str, int], None]  # (event, amount): "file" per file, "chunks" per chunk embedded
 
 STAGES = ("parse", "chunk", "embed", "write")
 
