@@ -168,6 +168,8 @@ def run_mode(data: BeirDataset, pdf_dir: Path, layouts: dict[str, list[str]], mo
         "ingest_cpu_s": round(ingest_cpu_s, 1),
         "chunk_s": round(report.seconds["chunk"], 1),
         "documents_unlocated": missing,
+        # per query, in the dataset's order: for paired comparisons between modes
+        "ndcg@10_per_query": [round(x, 4) for x in ndcg],
     }
 
 
@@ -196,7 +198,10 @@ def main() -> None:
             for mode in args.modes.split(","):
                 r = run_mode(data, pdf_dir, layouts, mode)
                 results.setdefault(layout, {})[mode] = r
-                print(f"{layout:<11} {mode:<18} " + "  ".join(f"{k} {v}" for k, v in r.items()), flush=True)
+                shown = {k: v for k, v in r.items() if not k.endswith("_per_query")}
+                print(
+                    f"{layout:<11} {mode:<18} " + "  ".join(f"{k} {v}" for k, v in shown.items()), flush=True
+                )
     if args.out:
         Path(args.out).write_text(json.dumps({"args": vars(args), "results": results}, indent=2))
 
