@@ -193,6 +193,15 @@ def test_lexical_chunking_needs_no_embedder_and_keeps_exact_spans(embedder: Embe
     assert bees
 
 
+def test_lexical_ties_do_not_cut_a_text_whose_sentences_share_no_words(embedder: Embedder) -> None:
+    # every gap scores 0.0: no topic to find, so only the budget cuts (halving what is over it),
+    # not every gap where both sides keep semantic_min_tokens (48: chunks of 52 tokens)
+    source = " ".join(f"Entry{i} recorded value{i} at station{i}." for i in range(80))
+    text, chunks = chunk_text(source, embedder, "lexical")
+    assert all(100 <= c.token_count <= 200 for c in chunks)
+    assert [text[c.start : c.end] for c in chunks] == [c.text for c in chunks]
+
+
 def test_headings_or_a_structured_format_keep_structure_first_chunking(embedder: Embedder) -> None:
     flat = " ".join(BREAD + TELESCOPE)
     options = ChunkingOptions(max_tokens=embedder.max_tokens, unstructured="semantic")

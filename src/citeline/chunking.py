@@ -418,10 +418,15 @@ class Chunker:
         if not plans:
             return {}
         sims = self._gap_similarities(text, [pieces for _, pieces in plans])
-        threshold = float(np.percentile([x for s in sims for x in s], self.options.semantic_percentile))
+        flat = np.asarray([x for s in sims for x in s])
+        threshold = float(np.percentile(flat, self.options.semantic_percentile))
         if self.gap_similarity == "lexical":
-            # "at or below": lexical similarities tie (0.0 wherever two sides share no word)
-            threshold = float(np.nextafter(threshold, np.inf))
+            # Lexical similarities tie (0.0 wherever two sides share no word): cut at or below
+            # the percentile, unless so many gaps tie there that the ties say nothing (a log or
+            # a list, whose lines share no word): then only the budget cuts.
+            at_or_below = float(np.nextafter(threshold, np.inf))
+            if np.mean(flat < at_or_below) <= 2 * self.options.semantic_percentile / 100:
+                threshold = at_or_below
         out: dict[int, list[_Unit]] = {}
         for (i, pieces), gaps in zip(plans, sims, strict=True):
             sizes = [t + 1 for _, _, t in pieces]  # + 1: the space joining sentences
