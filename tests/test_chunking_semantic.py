@@ -9,6 +9,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from citeline.chunking import (
     GAP_SIMILARITIES,
@@ -200,6 +202,31 @@ def test_lexical_ties_do_not_cut_a_text_whose_sentences_share_no_words(embedder:
     text, chunks = chunk_text(source, embedder, "lexical")
     assert all(100 <= c.token_count <= 200 for c in chunks)
     assert [text[c.start : c.end] for c in chunks] == [c.text for c in chunks]
+
+
+SENTENCE = st.one_of(
+    st.sampled_from(KILNS + BEES + BREAD + TELESCOPE + ["Ünïcödé 😀 text.", "x", "1 2 3.", "?!"]),
+    st.text(alphabet=st.characters(codec="utf-8", exclude_categories=("Cs",)), min_size=1, max_size=300),
+)
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(st.lists(st.lists(SENTENCE, min_size=1, max_size=30), min_size=1, max_size=4))
+def test_lexical_chunks_are_exact_spans_within_the_embedders_limit(
+    embedder: Embedder, paragraphs: list[list[str]]
+) -> None:
+    source = "\n\n".join(" ".join(p) for p in paragraphs)
+    try:
+        doc = TextParser().parse(source.encode(), Path("flat.txt"))
+    except Exception as exc:  # empty or binary-looking input is refused with a reason
+        assert "text" in str(exc) or "binary" in str(exc)
+        return
+    options = ChunkingOptions(max_tokens=embedder.max_tokens, target_tokens=64, unstructured="lexical")
+    chunks = Chunker(embedder.count_tokens, options).chunk(doc, "x" * 24)
+    for c in chunks:
+        assert doc.text[c.start : c.end] == c.text
+        assert c.token_count <= embedder.max_tokens
+    assert [c.start for c in chunks] == sorted(c.start for c in chunks)
 
 
 def test_headings_or_a_structured_format_keep_structure_first_chunking(embedder: Embedder) -> None:
