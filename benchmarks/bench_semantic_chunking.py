@@ -12,14 +12,15 @@ the abstract it overlaps most, so the scores are about where chunks are cut:
 - purity@5: share of the top 5 chunks' characters that belong to a relevant abstract;
 - chunks, ingest seconds, wall and CPU (semantic compares every sentence gap at ingest).
 
-A mode "semantic/SIMILARITY" runs semantic chunking with another way of comparing the two
-sides of a sentence gap (``ChunkingOptions.similarity``): windows (two-sentence windows
-embedded), sentences (each sentence embedded once, a side the sum of two), heads (only the
-first words of each sentence embedded), lexical (TF-IDF cosine, no embedding).
+A mode "semantic/SIMILARITY" cuts topics with another way of comparing the two sides of a
+sentence gap (``ChunkingOptions.similarity``): pairs (each two-sentence side embedded: what
+semantic does), sentences (each sentence embedded once, a side the sum of two), heads (only
+the first words of each sentence embedded), lexical (TF-IDF cosine, no embedding: what lexical
+does). benchmarks/results/semantic_chunking_variants.json came from
 
     .venv/bin/python benchmarks/bench_semantic_chunking.py [--queries 300] [--distractors 500]
-    .venv/bin/python benchmarks/bench_semantic_chunking.py --layouts flow \
-        --modes windows,semantic/windows,semantic/sentences,semantic/heads,semantic/lexical
+    .venv/bin/python benchmarks/bench_semantic_chunking.py --queries 300 --distractors 100 \
+        --layouts flow --modes lexical,semantic,windows,semantic/sentences,semantic/heads
 """
 
 from __future__ import annotations

@@ -54,8 +54,8 @@ from citeline.settings import UNSTRUCTURED_MODES, Settings
 TokenCounter = Callable[[Sequence[str]], list[int]]
 EmbedFn = Callable[[Sequence[str]], "np.ndarray"]
 UnstructuredMode = Literal["windows", "lexical", "semantic"]
-GapSimilarity = Literal["windows", "sentences", "heads", "lexical"]
-GAP_SIMILARITIES: tuple[GapSimilarity, ...] = ("windows", "sentences", "heads", "lexical")
+GapSimilarity = Literal["pairs", "sentences", "heads", "lexical"]
+GAP_SIMILARITIES: tuple[GapSimilarity, ...] = ("pairs", "sentences", "heads", "lexical")
 # Where "no headings" means "no usable structure" (measured on flat PDFs); a Markdown or HTML
 # page without headings is usually short and already cut into paragraphs by its author.
 UNSTRUCTURED_FORMATS = ("pdf", "text")
@@ -80,7 +80,7 @@ class ChunkingOptions:
     # ... unless a side would be shorter than this many tokens
     semantic_min_tokens: int = 48
     # how the two sides of a gap are compared; None: the mode's own (lexical: "lexical",
-    # semantic: "windows"); the others are measured by benchmarks/bench_semantic_chunking.py
+    # semantic: "pairs"); the others are measured by benchmarks/bench_semantic_chunking.py
     similarity: GapSimilarity | None = None
     head_words: int = 12  # "heads": the words of each sentence embedded
 
@@ -254,7 +254,7 @@ class Chunker:
         """How a document without structure compares the two sides of a sentence gap."""
         if self.options.similarity is not None:
             return self.options.similarity
-        return "lexical" if self.options.unstructured == "lexical" else "windows"
+        return "lexical" if self.options.unstructured == "lexical" else "pairs"
 
     def chunk(self, doc: ParsedDocument, document_id: str) -> list[Chunk]:
         text, title = doc.text, doc.title
@@ -446,7 +446,7 @@ class Chunker:
         if how == "lexical":
             return lexical_gap_similarities([[text[a:b] for a, b, _ in pieces] for pieces in plans])
         assert self.embed is not None
-        if how == "windows":
+        if how == "pairs":
             # Each side of a gap is two sentences, embedded as one text: pairs[j] covers pieces
             # j and j+1 (the last one alone); then piece 0 alone.
             texts: list[str] = []
