@@ -10,14 +10,23 @@ the abstract it overlaps most, so the scores are about where chunks are cut:
 - nDCG@10: abstracts ranked by their best chunk, against SciFact's qrels;
 - coverage@5: share of each relevant abstract's characters inside the top 5 chunks;
 - purity@5: share of the top 5 chunks' characters that belong to a relevant abstract;
-- chunks, ingest seconds (semantic embeds every sentence pair once more at ingest).
+- chunks, ingest seconds, wall and CPU (semantic compares every sentence gap at ingest).
+
+A mode "semantic/SIMILARITY" cuts topics with another way of comparing the two sides of a
+sentence gap (``ChunkingOptions.similarity``): pairs (each two-sentence side embedded: what
+semantic does), sentences (each sentence embedded once, a side the sum of two), heads (only
+the first words of each sentence embedded), lexical (TF-IDF cosine, no embedding: what lexical
+does). benchmarks/results/semantic_chunking_variants.json came from
 
     .venv/bin/python benchmarks/bench_semantic_chunking.py [--queries 300] [--distractors 500]
+    .venv/bin/python benchmarks/bench_semantic_chunking.py --queries 300 --distractors 100 \
+        --layouts flow --modes lexical,semantic,windows,semantic/sentences,semantic/heads
 """
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import random
 import re
@@ -32,6 +41,7 @@ from reportlab.lib.styles import ParagraphStyle
 from reportlab.platypus import Paragraph, SimpleDocTemplate
 
 import citeline
+import citeline.ingest.pipeline as pipeline
 from citeline.eval.beir import BeirDataset, fixed_slice, load_beir
 from citeline.eval.metrics import mean, ndcg_at_k
 from citeline.retrieval.filters import Filter
@@ -81,13 +91,29 @@ def locate(text: str, abstracts: list[str]) -> list[tuple[int, int]] | None:
 
 def run_mode(data: BeirDataset, pdf_dir: Path, layouts: dict[str, list[str]], mode: str) -> dict[str, float]:
     with tempfile.TemporaryDirectory() as tmp:
-        # "windows:120" = sentence windows with a 120-token target (a control for chunk size)
+        # "windows:120" = sentence windows with a 120-token target (a control for chunk size);
+        # "semantic/lexical" = semantic chunking with another gap similarity
         name, _, tokens = mode.partition(":")
+        name, _, similarity = name.partition("/")
         sizes = {"chunk_tokens": int(tokens)} if tokens else {}
-        kb = citeline.open(Path(tmp) / "index", create=True, chunk_unstructured=name, trace=False, **sizes)
-        t0 = time.perf_counter()
-        report = kb.add([pdf_dir])
-        ingest_s = time.perf_counter() - t0
+        make_chunker = pipeline.make_chunker
+        if similarity:
+
+            def with_similarity(embedder, settings):  # type: ignore[no-untyped-def]
+                chunker = make_chunker(embedder, settings)
+                chunker.options = dataclasses.replace(chunker.options, similarity=similarity)
+                return chunker
+
+            pipeline.make_chunker = with_similarity
+        try:
+            kb = citeline.open(
+                Path(tmp) / "index", create=True, chunk_unstructured=name, trace=False, **sizes
+            )
+            c0, t0 = time.process_time(), time.perf_counter()
+            report = kb.add([pdf_dir])
+            ingest_s, ingest_cpu_s = time.perf_counter() - t0, time.process_time() - c0
+        finally:
+            pipeline.make_chunker = make_chunker
         assert not report.failed, report.failed
         spans: dict[str, list[tuple[str, int, int]]] = {}
         missing = 0
@@ -140,7 +166,11 @@ def run_mode(data: BeirDataset, pdf_dir: Path, layouts: dict[str, list[str]], mo
         "chunks": n_chunks,
         "mean_chunk_tokens": round(float(mean_tokens or 0), 1),
         "ingest_s": round(ingest_s, 1),
+        "ingest_cpu_s": round(ingest_cpu_s, 1),
+        "chunk_s": round(report.seconds["chunk"], 1),
         "documents_unlocated": missing,
+        # per query, in the dataset's order: for paired comparisons between modes
+        "ndcg@10_per_query": [round(x, 4) for x in ndcg],
     }
 
 
@@ -152,7 +182,9 @@ def main() -> None:
     ap.add_argument("--distractors", type=int, default=500)
     ap.add_argument("--per-pdf", type=int, default=8)
     ap.add_argument("--layouts", default="flow,paragraphs")
-    ap.add_argument("--modes", default="windows,semantic", help='e.g. "windows,semantic,windows:120"')
+    ap.add_argument(
+        "--modes", default="windows,lexical,semantic", help='e.g. "windows,lexical,semantic,windows:120"'
+    )
     ap.add_argument("--seed", type=int, default=13)
     ap.add_argument("--out", help="write the results as JSON here")
     args = ap.parse_args()
@@ -167,7 +199,10 @@ def main() -> None:
             for mode in args.modes.split(","):
                 r = run_mode(data, pdf_dir, layouts, mode)
                 results.setdefault(layout, {})[mode] = r
-                print(f"{layout:<11} {mode:<9} " + "  ".join(f"{k} {v}" for k, v in r.items()), flush=True)
+                shown = {k: v for k, v in r.items() if not k.endswith("_per_query")}
+                print(
+                    f"{layout:<11} {mode:<18} " + "  ".join(f"{k} {v}" for k, v in shown.items()), flush=True
+                )
     if args.out:
         Path(args.out).write_text(json.dumps({"args": vars(args), "results": results}, indent=2))
 

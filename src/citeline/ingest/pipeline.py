@@ -110,6 +110,7 @@ class IngestReport:
             "notes": self.notes,
             "chunks_embedded": self.chunks_embedded,
             "chunks_written": self.chunks_written,
+            "seconds": {stage: round(s, 3) for stage, s in self.seconds.items()},
         }
 
 
