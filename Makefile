@@ -81,7 +81,7 @@ bench-pg: $(STAMP)
 	$(BIN)/python benchmarks/bench_pg.py
 
 # The embedded store's derived engines (tantivy, faiss) beside FTS5 + exact search, 100k chunks
-# (ENGINE_CHUNKS=1000000 for 1M: writes through the Store API, about an hour on 2 cores).
+# (1M: `make bench-1m`, which keeps the index and measures retrieval and start-up on it too).
 ENGINE_CHUNKS ?= 100000
 bench-engines: $(STAMP)
 	nice -n 5 $(BIN)/python benchmarks/bench_engines.py --chunks $(ENGINE_CHUNKS)

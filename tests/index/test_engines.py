@@ -5,6 +5,7 @@ kills: tests/reliability/test_engine_crash.py."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import numpy as np
@@ -191,3 +192,30 @@ def test_many_small_updates_keep_the_keyword_engine_merged(tmp_path: Path) -> No
     assert engine._index.searcher().num_segments <= 10
     assert engine.count(["shared"]) == 800
     assert [r for r, _ in engine.search(["word7"], 20)] == list(range(70, 80))
+
+
+def test_a_closed_writer_leaves_a_checkpoint_the_next_process_maps_and_can_still_change(
+    tmp_path: Path,
+) -> None:
+    """A writer's close saves the vector engine at the log's position; the next store maps that
+    checkpoint (no read, no replay) and reads it into memory before its own first change (a
+    change to a mapped faiss index would abort the process)."""
+    store = _store(tmp_path / "i")
+    _fill(store, 30)
+    store.keyword_search("word1", ADMIN, 5)  # builds the engines
+    _fill(store, 40, seed=1)  # more writes after the first checkpoint
+    store.close()
+    state = json.loads((tmp_path / "i" / "engines" / "vectors.json").read_text(encoding="utf-8"))
+    again = _store(tmp_path / "i")
+    assert state["position"] == log_position(again.conn)
+    probe = _chunk_vector(again, again.document_chunks(again.find_document("doc-00003.md").id)[0])
+    assert again.vector_search(probe, ADMIN, 3)
+    vec = again._engines.vector
+    assert vec is not None and vec.mapped
+    rng = np.random.default_rng(9)
+    again.replace_documents([_write(500, rng, np.stack([_unit(rng) for _ in range(4)]))])
+    new_chunk = again.document_chunks(again.find_document("doc-00500.md").id)[0]
+    assert again.vector_search(_chunk_vector(again, new_chunk), ADMIN, 1)[0][0] == new_chunk
+    assert not vec.mapped  # read into memory to take the change
+    assert again.check() == []
+    again.close()

@@ -5,7 +5,13 @@ Persistence is a checkpoint plus the change log (index/changelog.py): ``engines/
 names the checkpoint file (``vectors-N.faiss``), the change-log position it holds, the embedder
 and the number of vectors its centroids were trained on. A process loads the checkpoint and
 replays the log after its position in memory; a new checkpoint is written (to a new file, then
-the state switched atomically) when a fifth of the vectors changed since the last one.
+the state switched atomically) when a fifth of the vectors changed since the last one, when a
+process had to replay more than 1% of them on opening, and when a writer closes the store.
+
+A checkpoint at the log's position is memory-mapped (faiss IO_FLAG_MMAP_IFC: 0.03 s at 1M vectors
+against 1.1 s to read 1.5 GB), which is what a one-shot search process finds after a writer closed.
+A mapped index cannot be changed (faiss aborts the process), so every change reads it into memory
+first (``_own``).
 
 Updates: every changed rowid that SQLite still holds is removed and added again (so replaying is
 harmless); a rowid SQLite no longer holds is tombstoned (left out of every search by a selector)
@@ -58,23 +64,27 @@ class VectorEngine:
         self.tombstones: set[int] = set()
         self._file: str | None = None
         self._not_deleted: Any = None
+        self.mapped = False  # the checkpoint file is mapped, not read: _own() before any change
 
     @property
     def ntotal(self) -> int:
         return 0 if self.index is None else int(self.index.ntotal) - len(self.tombstones)
 
-    def load(self) -> bool:
-        """The checkpoint on disk, if there is a readable one (its position may be behind)."""
+    def load(self, position: int = -1) -> bool:
+        """The checkpoint on disk, if there is a readable one (its position may be behind);
+        mapped when it holds ``position`` (nothing to replay), else read."""
         state = read_state(self.state_path)
         if state is None:
             return False
         if state.get("file") == self._file and self.index is not None and self.position >= state["position"]:
             return True
+        mapped = state.get("position") == position
         try:
-            index = self.faiss.read_index(str(self.folder / state["file"]))
+            flags = self.faiss.IO_FLAG_MMAP_IFC if mapped else 0
+            index = self.faiss.read_index(str(self.folder / state["file"]), flags)
         except (RuntimeError, KeyError, TypeError):
             return False
-        self.index, self._file = index, state["file"]
+        self.index, self._file, self.mapped = index, state["file"], mapped
         self.position, self.embedder = int(state["position"]), str(state["embedder"])
         self.trained, self.unsaved = int(state["trained"]), 0
         self.tombstones, self._not_deleted = set(), None
@@ -95,7 +105,13 @@ class VectorEngine:
             for lo in range(0, n, 100_000):
                 index.add_with_ids(np.ascontiguousarray(matrix[lo : lo + 100_000]), rowids[lo : lo + 100_000])
         self.index, self.position, self.embedder, self.trained = index, position, embedder, n
-        self.tombstones, self._not_deleted, self.unsaved = set(), None, 0
+        self.tombstones, self._not_deleted, self.unsaved, self.mapped = set(), None, 0, False
+
+    def _own(self) -> None:
+        """Read a mapped checkpoint into memory, so that it can be changed."""
+        if self.mapped and self._file is not None:
+            self.index = self.faiss.read_index(str(self.folder / self._file))
+            self.mapped = False
 
     def needs_rebuild(self, embedder: str) -> bool:
         return (
@@ -109,6 +125,7 @@ class VectorEngine:
         """Changed rowids: the ones in ``present`` (with ``matrix``, their vectors) are replaced,
         the others tombstoned."""
         faiss = self.faiss
+        self._own()
         if len(present):
             self.index.remove_ids(faiss.IDSelectorBatch(present))
             self.tombstones.difference_update(present.tolist())
@@ -123,6 +140,7 @@ class VectorEngine:
 
     def compact(self) -> None:
         if self.tombstones:
+            self._own()
             ids = np.fromiter(self.tombstones, dtype=np.int64)
             self.index.remove_ids(self.faiss.IDSelectorBatch(ids))
             self.tombstones, self._not_deleted = set(), None
@@ -154,7 +172,7 @@ class VectorEngine:
         self.state_path.unlink(missing_ok=True)
         for old in self.folder.glob("vectors-*.faiss*"):
             old.unlink(missing_ok=True)
-        self.index, self._file, self.position = None, None, -1
+        self.index, self._file, self.position, self.mapped = None, None, -1, False
 
     def nprobe_for(self, base: int, selectivity: float) -> int:
         """More lists for a filtered search: the k-th allowed neighbour lies further out, about

@@ -190,8 +190,7 @@ class Engines:
         if self.vector is None:
             self.vector = VectorEngine(self.folder)
         vec = self.vector
-        if vec.position != position:
-            vec.load()
+        loaded = vec.position != position and vec.load(position)
         if vec.index is not None and vec.position == position and vec.embedder == tag:
             return True
         if vec.needs_rebuild(tag) or vec.position < floor:
@@ -208,11 +207,24 @@ class Engines:
                 present = np.concatenate([p for p, _ in parts])
                 matrix = np.concatenate([m for _, m in parts])
             vec.apply(changed, present, matrix, position)
-        if vec.checkpoint_due():
+        # a long replay on opening is saved, so that the next process does not pay for it again
+        replayed = loaded and vec.unsaved > max(1_000, vec.ntotal // 100)
+        if vec.checkpoint_due() or replayed:
             with self._file_lock() as locked:
                 if locked:
                     vec.save()
         return True
+
+    def close(self) -> None:
+        """Save the vector engine's unsaved changes (a writer closing: the next process maps the
+        checkpoint instead of reading it and replaying the log)."""
+        with self._lock:
+            vec = self.vector
+            if vec is None or vec.index is None or not vec.unsaved:
+                return
+            with self._file_lock() as locked:
+                if locked:
+                    vec.save()
 
     def saved_position(self) -> int:
         """The lowest change-log position the engines' files hold (what the log must keep)."""

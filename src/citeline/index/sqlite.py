@@ -7,6 +7,7 @@ sees a document either as it was or as it is now, never half-replaced.
 from __future__ import annotations
 
 import json
+import logging
 import os
 import sqlite3
 import threading
@@ -19,13 +20,15 @@ import numpy as np
 from citeline.errors import CitelineError, EmbedderMismatchError, NotAnIndexError, SchemaTooNewError
 from citeline.index.base import EmbedderInfo, Problem, Vector
 from citeline.index.dense import DenseMatrix
-from citeline.index.engines import Engines, EngineSettings
+from citeline.index.engines import Engines, EngineSettings, engines_present
 from citeline.index.schema import SCHEMA_VERSION, migrate, storage_error, transaction
 from citeline.index.sql_filter import filter_sql
 from citeline.index.sqlite_write import SqliteWrites
 from citeline.index.sqlite_write import text_hash as text_hash  # callers import it from here
 from citeline.models import Chunk, Document
 from citeline.retrieval.filters import Filter
+
+log = logging.getLogger(__name__)
 
 if TYPE_CHECKING:
     from citeline.registry import BuildContext
@@ -140,6 +143,15 @@ class SqliteStore(SqliteWrites):
             migrate(self.conn, current)
 
     def close(self) -> None:
+        """A store that wrote brings the engines up to date and saves the vector engine, so that
+        the next process maps its checkpoint instead of reading it and replaying the log (at 1M
+        chunks: 0.03 s against 1-13 s); the writer pays for it (1.5 GB written at 1M chunks)."""
+        if self._wrote and not self.read_only and engines_present(self.folder):
+            try:
+                if self._engine_state() is not None:
+                    self._engines.close()
+            except Exception as exc:  # a full disk or damaged engine: the next process replays the log
+                log.warning("%s: the vector engine's checkpoint was not saved (%s)", self.location, exc)
         self._close_connections()
 
     def configure(self, settings: Settings) -> None:

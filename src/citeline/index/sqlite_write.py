@@ -31,6 +31,8 @@ CATCH_UP_CHANGES = 5_000
 
 
 class SqliteWrites(SqliteSearch):
+    _wrote = False
+
     def _bump_generation(self) -> None:
         self._set_meta("generation", str(int(self.meta("generation") or 0) + 1))
         if not engines_present(self.folder):  # no engine to catch up: the change log is not needed
@@ -41,6 +43,7 @@ class SqliteWrites(SqliteSearch):
         for them (a search catches up before that), or drop them when the index fell below the
         threshold; then compact the change log up to what their files hold. The write itself is committed: a failure here is logged, and the next
         search catches up again."""
+        self._wrote = True  # close() brings the engines' files up to date
         try:
             generation = int(self.meta("generation") or 0)
             if not self._engines.wanted(self.conn, generation):
