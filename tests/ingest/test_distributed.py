@@ -156,3 +156,35 @@ def test_workers_spec_is_checked_before_anything_runs(tmp_path: Path) -> None:
     )
     assert result.exit_code != 0 and "ray://HOST:PORT or local:N" in result.output
     assert not (tmp_path / "i").exists()
+
+
+def test_a_ray_client_connection_that_fails_once_is_retried(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Ray Client's per-client server can fail to start on a loaded head ("Starting Ray client
+    server failed"); the connection is tried again, and a lasting failure still raises."""
+    from citeline.ingest import distributed
+
+    class FlakyRay:
+        def __init__(self, failures: int) -> None:
+            self.failures, self.inits, self.shutdowns = failures, 0, 0
+
+        def is_initialized(self) -> bool:
+            return False
+
+        def init(self, **_: object) -> None:
+            self.inits += 1
+            if self.inits <= self.failures:
+                raise ConnectionAbortedError(
+                    "Initialization failure from server: Starting Ray client server failed"
+                )
+
+        def shutdown(self) -> None:
+            self.shutdowns += 1
+
+    monkeypatch.setattr(distributed.time, "sleep", lambda s: None)
+    once = FlakyRay(1)
+    assert distributed._connect(once, "ray://127.0.0.1:1") is True
+    assert (once.inits, once.shutdowns) == (2, 1)
+    always = FlakyRay(99)
+    with pytest.raises(ConnectionAbortedError):
+        distributed._connect(always, "ray://127.0.0.1:1")
+    assert always.inits == distributed.CONNECT_TRIES

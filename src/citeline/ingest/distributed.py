@@ -20,6 +20,7 @@ from __future__ import annotations
 import itertools
 import os
 import re
+import time
 from collections.abc import Iterable
 from contextlib import nullcontext
 from dataclasses import dataclass, field
@@ -133,13 +134,27 @@ class _Run:
         self.ready = []
 
 
+#: tries to reach a Ray cluster through Ray Client (ray://)
+CONNECT_TRIES = 3
+
+
 def _connect(ray: Any, spec: str) -> bool:
     """Start or join Ray; True when this run owns the connection (and shuts it down)."""
     if ray.is_initialized():
         return False
     options: dict[str, Any] = {"include_dashboard": False, "log_to_driver": False, "logging_level": "warning"}
     if spec.startswith("ray://"):
-        ray.init(address=spec, logging_level="warning", log_to_driver=False)
+        # The head starts a server process for each client and gives it a fixed time to come up;
+        # on a loaded machine that can fail once ("Starting Ray client server failed"): retried.
+        for attempt in range(CONNECT_TRIES):
+            try:
+                ray.init(address=spec, logging_level="warning", log_to_driver=False)
+                break
+            except ConnectionError:
+                ray.shutdown()
+                if attempt == CONNECT_TRIES - 1:
+                    raise
+                time.sleep(2.0 * 2**attempt)
     else:
         ray.init(num_cpus=int(spec.split(":", 1)[1]), **options)
     return True
