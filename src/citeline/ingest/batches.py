@@ -40,6 +40,11 @@ BATCH_BYTES = 8 * 1024 * 1024
 FILE_ERRORS = (CitelineError, OSError, ValueError, MemoryError, RecursionError)
 
 
+def failure_reason(exc: BaseException) -> str:
+    """What a failed file is reported with: a ParseError's reason, else the error's message."""
+    return exc.reason if isinstance(exc, ParseError) else str(exc) or type(exc).__name__
+
+
 def fill_vectors(
     store: Store,
     embedder: Embedder,
@@ -156,9 +161,7 @@ class EmbedBatch:
                 write_prepared(self.store, prepared, vectors, report)
             except IndexUnavailableError:
                 raise
-            except ParseError as exc:
-                report.failed.append((source, exc.reason))
             except FILE_ERRORS as exc:
-                report.failed.append((source, str(exc) or type(exc).__name__))
+                report.failed.append((source, failure_reason(exc)))
             if self.progress:
                 self.progress("file", 1)

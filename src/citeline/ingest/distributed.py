@@ -33,11 +33,11 @@ from citeline.errors import (
     ConfigError,
     IndexUnavailableError,
     MissingExtraError,
-    ParseError,
     ReadOnlyIndexError,
 )
 from citeline.index.base import DocumentWrite
 from citeline.index.sqlite import text_hash
+from citeline.ingest.batches import failure_reason
 from citeline.ingest.embed import embed_checked
 from citeline.ingest.files import FolderWalk, iter_files, source_for
 from citeline.ingest.pipeline import (
@@ -81,10 +81,8 @@ class Worker:
         """The prepared document, or (source, reason) when the file cannot be indexed."""
         try:
             return prepare(job, self.chunker, self.signature, self.settings)
-        except ParseError as exc:
-            return job.source, exc.reason
         except FILE_ERRORS as exc:
-            return job.source, str(exc) or type(exc).__name__
+            return job.source, failure_reason(exc)
 
     def embed(self, texts: list[str]) -> np.ndarray:
         """Vectors as a local run checks them: retried with backoff, one finite vector per text."""
@@ -273,11 +271,8 @@ def _run_files(
                 job = ingestor.job(source, item[1], collection, dict(tags), acl, report)
             except IndexUnavailableError:
                 raise
-            except ParseError as exc:
-                report.failed.append((source, exc.reason))
-                job = None
             except FILE_ERRORS as exc:
-                report.failed.append((source, str(exc) or type(exc).__name__))
+                report.failed.append((source, failure_reason(exc)))
                 job = None
             if job is None:
                 run.tick("file", 1)

@@ -36,7 +36,7 @@ from citeline.errors import (
 )
 from citeline.index.base import Store
 from citeline.ingest.batches import FILE_ERRORS as FILE_ERRORS  # what a failed file is reported with
-from citeline.ingest.batches import EmbedBatch, fill_vectors, write_prepared
+from citeline.ingest.batches import EmbedBatch, failure_reason, fill_vectors, write_prepared
 from citeline.ingest.embed import (
     Progress as Progress,  # (event, amount): "file" per file, "chunks" per chunk embedded
 )
@@ -274,10 +274,8 @@ class Ingestor:
                             continue
                     except IndexUnavailableError:
                         raise
-                    except ParseError as exc:
-                        report.failed.append((source, exc.reason))
                     except FILE_ERRORS as exc:
-                        report.failed.append((source, str(exc) or type(exc).__name__))
+                        report.failed.append((source, failure_reason(exc)))
                     if progress:
                         progress("file", 1)
             batch.flush()
@@ -366,10 +364,8 @@ class Ingestor:
                 self.write(prepare(job, self.chunker, self.signature, self.settings), report, progress)
         except IndexUnavailableError:
             raise
-        except ParseError as exc:
-            report.failed.append((name, exc.reason))
-        except (CitelineError, ValueError, MemoryError, RecursionError) as exc:
-            report.failed.append((name, str(exc) or type(exc).__name__))
+        except (CitelineError, ValueError, MemoryError, RecursionError) as exc:  # not OSError: no file
+            report.failed.append((name, failure_reason(exc)))
         return report
 
     def _check_size(self, source: str, size: int) -> None:
