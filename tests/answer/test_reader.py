@@ -16,6 +16,7 @@ import citeline
 from citeline.answer.checker import TrainedChecker
 from citeline.answer.facts import missing_facts
 from citeline.answer.reader import PACKAGED, Reader, candidates, packaged_model
+from citeline.answer.units import heading_context
 from citeline.answer.verify import Cited
 from citeline.kb import KnowledgeBase
 from citeline.models import REFUSAL
@@ -109,3 +110,32 @@ def test_a_verbatim_quote_is_supported_whatever_it_holds() -> None:
     claim = f"Quokkas greet visitors at dawn; the survey logged {markup} near the jetty."
     support = TrainedChecker(packaged_model()).check(claim, [Cited(1, passage, 0, "Field Notes > Behaviour")])
     assert support.supported and support.score == 1.0
+
+
+@pytest.mark.parametrize(
+    ("trail", "title", "expected"),
+    [
+        (("Description",), "postconf(1)", "postconf(1) > Description"),
+        ((), "rsync.1", "rsync.1"),
+        (("Options", "Retries"), "Manual", "Options > Retries"),  # two headings: as trained
+        (("A", "B", "C"), "T", "B > C"),
+        (("postconf(1)",), "postconf(1)", "postconf(1)"),  # the title is already there
+        (("Description",), "", "Description"),
+        ((" ", "Usage"), "tool(1)", "tool(1) > Usage"),
+    ],
+)
+def test_heading_context_leads_with_the_title_when_few_headings_are_left(
+    trail: tuple[str, ...], title: str, expected: str
+) -> None:
+    assert heading_context(trail, title) == expected
+
+
+def test_the_reader_finds_an_option_line_by_its_program_name() -> None:
+    """A question names the program; the option line's one heading does not (golden dev miss)."""
+    model = packaged_model()
+    option = "-M: Show master.cf file contents instead of main.cf file contents."
+    other = "-d: Print main.cf default parameter settings instead of actual settings."
+    q = "Which postconf option shows master.cf file contents?"
+    units = [f"{heading_context(('Description',), 'postconf(1)')}: {u}" for u in (option, other)]
+    scores = model.reader_scores(q, units)
+    assert scores[0] > 0.5 > scores[1]

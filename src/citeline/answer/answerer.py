@@ -275,7 +275,7 @@ class Answerer:
                 valid = tuple(n for n in dict.fromkeys(s.citations) if n in by_number)
                 dropped += [n for n in s.citations if n not in by_number]
                 cited = [
-                    Cited(n, c.text, c.start, heading_context(c.heading_trail))
+                    Cited(n, c.text, c.start, heading_context(c.heading_trail, by_number[n].hit.title))
                     for n in valid
                     for c in (by_number[n].chunk,)
                 ]

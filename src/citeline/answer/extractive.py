@@ -63,7 +63,7 @@ class ExtractiveGenerator:
             for unit in passage_units(p.chunk.text, p.chunk.start):
                 if near_refusal(unit.text) or unit.text.rstrip().endswith("?"):
                     continue  # "I could not find this..." or an FAQ's question is never an answer
-                context = heading_context(p.chunk.heading_trail)
+                context = heading_context(p.chunk.heading_trail, p.hit.title)
                 candidates.append((p.number, unit, f"{context}: {unit.text}" if context else unit.text))
         if not candidates:
             return []

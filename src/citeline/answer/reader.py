@@ -103,7 +103,7 @@ def candidates(passages: Sequence[Passage]) -> list[Candidate]:
     """
     out: list[Candidate] = []
     for p in passages:
-        context = heading_context(p.chunk.heading_trail)
+        context = heading_context(p.chunk.heading_trail, p.hit.title)
         units = [
             u
             for u in passage_units(p.chunk.text, p.chunk.start)
@@ -236,7 +236,7 @@ class ReaderReranker:
 
         if not hits:
             return []
-        texts = [f"{heading_context(h.chunk.heading_trail)}: {h.chunk.text}" for h in hits]
+        texts = [f"{heading_context(h.chunk.heading_trail, h.title)}: {h.chunk.text}" for h in hits]
         scores = self.model.reader_scores(analyze(query).text, texts)
         order = sorted(range(len(hits)), key=lambda i: (-float(scores[i]), i))
         return [
