@@ -30,7 +30,7 @@ import json
 import os
 import sys
 from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -48,6 +48,7 @@ from training.common import (
     read_jsonl,
 )
 from training.pubmed import PUBMEDQA, pubmed_groups, pubmedqa_records
+from training.question_variants import altered_groups, option_groups
 from training.questions import Batch, plan_batches, stage_generate, take_units
 from training.reader_pairs import Corpus, reader_groups
 from training.templates import template_groups
@@ -121,14 +122,13 @@ def stage_assemble(
     # the premises with a paraphrase first, so a small --checker-premises keeps them
     premises = [p for p in premises if p.id in paraphrases] + [p for p in premises if p.id not in paraphrases]
     outputs = {(task, s): [] for task in ("reader", "checker") for s in SPLITS}
-    groups: Iterable[dict[str, Any]] = reader_groups(
-        questions, corpus, args.seed, args.unanswerable_share, stats
-    )
-    taken: set[str] = set()
+    groups = list(reader_groups(questions, corpus, args.seed, args.unanswerable_share, stats))
+    taken = {g["rows"][0]["group"].split(":", 1)[1] for g in groups}
+    groups += template_groups(corpus, args.seed, args.template_limit, taken, stats)
+    taken |= {g["rows"][0]["group"].split(":", 1)[1] for g in groups}
+    groups += option_groups(corpus, args.seed, args.option_limit, taken, stats)
+    groups += list(altered_groups(groups, corpus, vocab, args.seed, args.altered_share, stats))
     for g in groups:
-        outputs[("reader", g["split"])].extend(g["rows"])
-        taken.add(g["rows"][0]["group"].split(":", 1)[1])
-    for g in template_groups(corpus, args.seed, args.template_limit, taken, stats):
         outputs[("reader", g["split"])].extend(g["rows"])
     for g in checker_groups(premises, corpus, paraphrases, vocab, args.seed, args.window_share, stats):
         outputs[("checker", g["split"])].extend(g["rows"])
@@ -209,6 +209,15 @@ def main(argv: list[str] | None = None) -> int:
         help="template questions (default value, definition) at most",
     )
     ap.add_argument("--unanswerable-share", type=float, default=0.12)
+    # second-round groups (question_variants.py): off by default, so that the default data is the
+    # shipped model's; the second round used --option-limit 600 --altered-share 0.35 (README)
+    ap.add_argument("--option-limit", type=int, default=0, help="option questions at most (0: none)")
+    ap.add_argument(
+        "--altered-share",
+        type=float,
+        default=0.0,
+        help="answerable manual questions that also get an altered (unanswerable) copy",
+    )
     ap.add_argument(
         "--window-share", type=float, default=0.2, help="checker premises that are 2-unit windows"
     )

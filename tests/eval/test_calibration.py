@@ -30,8 +30,8 @@ def row(answerable: bool, reader: float, relevance: float = 0.9, refused: bool =
         ([row(True, 0.8), row(False, 0.1), row(False, 0.7, relevance=0.3)], 0.46, 0.12),
         # the same question without the guard: refusing it costs nothing answerable up to 0.8
         ([row(True, 0.8), row(False, 0.1), row(False, 0.7, relevance=0.3)], 0.0, 0.72),
-        # a question refused for another reason counts as refused at every threshold
-        ([row(True, 0.9), row(False, 0.95, refused=True)], 0.0, 0.02),
+        # a question refused for another reason counts as refused at every threshold (the lowest wins)
+        ([row(True, 0.9), row(False, 0.95, refused=True)], 0.0, 0.0025),
     ],
 )
 def test_choose_reader(rows: list[dict[str, Any]], relevance_threshold: float, chosen: float) -> None:

@@ -24,7 +24,8 @@ from citeline.kb import KnowledgeBase
 from citeline.retrieval.filters import Filter
 
 THRESHOLDS = [round(0.30 + 0.02 * i, 3) for i in range(21)]
-READER_THRESHOLDS = [round(0.02 * i, 2) for i in range(1, 50)]
+# finer at the low end: a reader that pushes non-answers to near zero is best cut there
+READER_THRESHOLDS = [0.0025, 0.005, 0.0075, 0.01, 0.0125, 0.015] + [round(0.02 * i, 2) for i in range(1, 50)]
 FLOORS = [round(0.20 + 0.05 * i, 3) for i in range(7)]
 
 
