@@ -201,3 +201,31 @@ def test_backends_lists_every_kind(tmp_path: Path) -> None:
     assert kinds == {"embedder", "parser", "reranker", "reader", "generator", "verifier", "store"}
     openai = next(r for r in rows if r["spec"].startswith("openai"))
     assert openai["extra"] == "openai"
+
+
+def test_calibrate_adds_a_folder_as_eval_answers_does(tmp_path: Path) -> None:
+    """`calibrate --docs DIR` on an index that `eval answers --docs DIR` filled adds nothing again
+    (it once stored absolute sources: every document twice, calibrated on duplicates)."""
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    samples = Path(__file__).resolve().parents[1] / "samples"
+    (docs / "error-codes.md").write_text((samples / "error-codes.md").read_text(encoding="utf-8"))
+    questions = tmp_path / "q.jsonl"
+    rows = [
+        {
+            "id": "a",
+            "question": "What does error LDG-4012 mean?",
+            "answerable": True,
+            "source": "error-codes.md",
+            "answer": "Batch exceeds maximum payload",
+        },
+        {"id": "b", "question": "Who founded the company in 1887?", "answerable": False},
+    ]
+    questions.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    index = tmp_path / "index"
+    run(index, "eval", "answers", str(questions), "--docs", str(docs), "--index", str(index))
+    out = run(index, "calibrate", str(questions), "--docs", str(docs), "--json")
+    result = json.loads(out.stdout)
+    assert result["questions"] == 2
+    status = json.loads(run(index, "status", "--json").stdout)
+    assert status["documents"] == 1, status

@@ -121,7 +121,11 @@ def trace(ctx: click.Context, trace_id: str | None, failed: bool, as_json: bool)
 
 @main.command()
 @click.argument("questions", type=click.Path(exists=True, dir_okay=False, path_type=Path))
-@click.option("--docs", multiple=True, help="Add these documents first.")
+@click.option(
+    "--docs",
+    multiple=True,
+    help="Add these documents first (a folder's sources relative to it, as `eval answers --docs`).",
+)
 @json_option()
 @click.pass_context
 def calibrate(ctx: click.Context, questions: Path, docs: tuple[str, ...], as_json: bool) -> None:
@@ -129,8 +133,10 @@ def calibrate(ctx: click.Context, questions: Path, docs: tuple[str, ...], as_jso
     from citeline.eval.calibration import calibrate_refusal, format_table
 
     kb = _kb(ctx, create=True)
-    if docs:
-        kb.add(docs)
+    for path in docs:
+        # the same sources as `eval answers --docs` gives them, so one index serves both commands
+        # (absolute sources would add every file a second time)
+        kb.add([path], root=path if Path(path).is_dir() else None)
     result = calibrate_refusal(kb, questions)
     if as_json:
         _print_json(result)
