@@ -193,7 +193,7 @@ def format_table(result: dict[str, Any]) -> str:
             "reader_threshold  refusal_P  refusal_R  false_refusals  answered_with_gold",
         ]
         lines += [
-            f"{r['reader_threshold']:>16.2f}  {r['refusal_precision']:>9.3f}  {r['refusal_recall']:>9.3f}  "
+            f"{r['reader_threshold']:>16g}  {r['refusal_precision']:>9.3f}  {r['refusal_recall']:>9.3f}  "
             f"{r['false_refusal_rate']:>14.3f}  {r['answered_with_gold']:>18.3f}"
             for r in result["reader_table"]
         ]
