@@ -11,6 +11,7 @@ import logging
 import os
 import sqlite3
 import threading
+import time
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -102,11 +103,25 @@ class SqliteStore(SqliteWrites):
             conn = sqlite3.connect(
                 str(self.path), isolation_level=None, check_same_thread=False, timeout=30.0
             )
-            conn.execute("PRAGMA journal_mode=WAL")
+            self._wal(conn)
             conn.execute("PRAGMA synchronous=NORMAL")
         conn.execute("PRAGMA foreign_keys=ON")
         conn.execute(f"PRAGMA busy_timeout={self._busy_ms}")
         return conn
+
+    def _wal(self, conn: sqlite3.Connection) -> None:
+        """Switch to WAL. On a brand-new database that another process is switching at the same
+        moment, SQLite answers "database is locked" at once, without waiting (busy_timeout does not
+        cover it): wait and try again, up to the lock timeout."""
+        deadline = time.monotonic() + self._busy_ms / 1000
+        while True:
+            try:
+                conn.execute("PRAGMA journal_mode=WAL")
+                return
+            except sqlite3.OperationalError as exc:
+                if "locked" not in str(exc).lower() or time.monotonic() >= deadline:
+                    raise
+                time.sleep(0.05)
 
     # -- opening -----------------------------------------------------------------------------
 
