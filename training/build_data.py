@@ -50,7 +50,7 @@ from training.common import (
 from training.pubmed import PUBMEDQA, pubmed_groups, pubmedqa_records
 from training.question_variants import altered_groups, option_groups
 from training.questions import Batch, plan_batches, stage_generate, take_units
-from training.reader_pairs import Corpus, reader_groups
+from training.reader_pairs import Corpus, reader_groups, unit_of
 from training.templates import template_groups
 from training.units import Unit, load_units, rng_for, split_of, stage_units
 
@@ -122,11 +122,10 @@ def stage_assemble(
     # the premises with a paraphrase first, so a small --checker-premises keeps them
     premises = [p for p in premises if p.id in paraphrases] + [p for p in premises if p.id not in paraphrases]
     outputs = {(task, s): [] for task in ("reader", "checker") for s in SPLITS}
+    # each later kind skips the units that an earlier kind already asked about
     groups = list(reader_groups(questions, corpus, args.seed, args.unanswerable_share, stats))
-    taken = {g["rows"][0]["group"].split(":", 1)[1] for g in groups}
-    groups += template_groups(corpus, args.seed, args.template_limit, taken, stats)
-    taken |= {g["rows"][0]["group"].split(":", 1)[1] for g in groups}
-    groups += option_groups(corpus, args.seed, args.option_limit, taken, stats)
+    groups += template_groups(corpus, args.seed, args.template_limit, {unit_of(g) for g in groups}, stats)
+    groups += option_groups(corpus, args.seed, args.option_limit, {unit_of(g) for g in groups}, stats)
     groups += list(altered_groups(groups, corpus, vocab, args.seed, args.altered_share, stats))
     for g in groups:
         outputs[("reader", g["split"])].extend(g["rows"])

@@ -24,7 +24,7 @@ from typing import Any
 from training import claims as C
 from training.corruptions import corrupt
 from training.questions import _GENERIC
-from training.reader_pairs import Corpus, _group, _key_terms, reader_pairs
+from training.reader_pairs import Corpus, _group, _key_terms, reader_pairs, unit_of
 from training.templates import _leading_subject
 from training.units import Unit, rng_for
 
@@ -203,7 +203,7 @@ def altered_groups(
     for g in groups:
         rows = g["rows"]
         group = rows[0]["group"]
-        uid = group.split(":", 1)[1]
+        uid = unit_of(g)
         answer = corpus.by_id.get(uid)
         if answer is None or group.startswith("u:"):
             continue

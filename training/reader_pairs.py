@@ -188,6 +188,11 @@ def reader_groups(
                     yield _group(f"u:{uid}", q, neg, split, unit, "reader", "llm")
 
 
+def unit_of(group: dict[str, Any]) -> str:
+    """The unit a group's question was asked about ("r:<unit id>", "t:...", "x:..." -> unit id)."""
+    return str(group["rows"][0]["group"].split(":", 1)[1])
+
+
 def _group(
     group: str,
     a: str,
