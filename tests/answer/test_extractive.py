@@ -61,3 +61,20 @@ def test_a_sentence_that_cannot_be_the_expected_kind_of_answer_is_not_chosen(
     assert [s.text for s in draft.sentences] == [
         "Hold the reset button for 15 seconds until the status light blinks amber."
     ]
+
+
+def test_a_definitions_term_leads_the_sentence_picked_from_it(generator: ExtractiveGenerator) -> None:
+    """A definition list entry's description does not name what it describes or its default: the
+    term is quoted first, once, however many of its sentences are picked."""
+    text = (
+        "smtpd_recipient_limit (default: 1000)\n\nThe maximal number of recipients that the SMTP "
+        "server accepts per message delivery request. Set it lower on servers for untrusted clients."
+    )
+    passages = make_passages((text,), heading=("main.cf parameters", "smtpd_recipient_limit (default: 1000)"))
+    draft = generator.generate(
+        "How many recipients does the SMTP server accept per delivery request?", passages
+    )
+    texts = [s.text for s in draft.sentences]
+    assert texts[0] == "smtpd_recipient_limit (default: 1000)"
+    assert texts.count(texts[0]) == 1 and len(texts) >= 2
+    assert all(s.citations == (1,) for s in draft.sentences)

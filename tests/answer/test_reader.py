@@ -139,3 +139,28 @@ def test_the_reader_finds_an_option_line_by_its_program_name() -> None:
     units = [f"{heading_context(('Description',), 'postconf(1)')}: {u}" for u in (option, other)]
     scores = model.reader_scores(q, units)
     assert scores[0] > 0.5 > scores[1]
+
+
+DEFINITION = (
+    "smtpd_recipient_limit (default: 1000)\n\nThe maximal number of recipients that the SMTP server "
+    "accepts per message delivery request. Lower it on busy servers."
+)
+DEFINED = ("main.cf parameters", "smtpd_recipient_limit (default: 1000)")
+
+
+def test_a_definitions_term_is_read_with_its_first_sentence_and_leads_every_pick() -> None:
+    found = candidates(make_passages((DEFINITION,), heading=DEFINED))
+    term = next(c for c in found if c.unit.text == DEFINED[1])
+    assert term.parts == (term.unit,)
+    joined = [c for c in found if c.unit.kind == "window" and c.unit.start == term.unit.start]
+    assert [c.unit.text for c in joined] == [
+        "smtpd_recipient_limit (default: 1000): The maximal number of recipients that the SMTP server "
+        "accepts per message delivery request."
+    ]
+    others = [c for c in found if c.unit.start > term.unit.start]
+    assert others and all(c.parts[0] == term.unit and len(c.parts) >= 2 for c in others)
+    # the same text under a heading that is not its first line: no term, nothing leads, and no
+    # window crosses the paragraph break
+    plain = candidates(make_passages((DEFINITION,), heading=("main.cf parameters",)))
+    assert all(len(c.parts) == (2 if c.unit.kind == "window" else 1) for c in plain)
+    assert not any(c.unit.kind == "window" and c.unit.start == term.unit.start for c in plain)

@@ -267,3 +267,36 @@ def test_ids_are_anchors_but_chrome_classes_are_dropped() -> None:
 def test_everything_looks_like_chrome_falls_back_to_keeping_it() -> None:
     doc = P.parse(b'<html><body><div class="menu"><p>Only text here.</p></div></body></html>', Path("m.html"))
     assert _spans(doc) == [("paragraph", "Only text here.", ())]
+
+
+DEFINITIONS = (
+    b"""<html><head><title>Parameters</title></head><body><h1>Parameters</h1>
+<h2>main.cf</h2><p>Intro.</p>
+<dl><dt><b>recipient_limit</b> (default: 1000)</dt><dd><p>The maximal number.</p><p>Lower it.</p></dd>
+<dt>-v</dt><dt>--verbose</dt><dd>Talk more.</dd>
+<dt>"""
+    + b"a long term " * 12
+    + b"""</dt><dd>Under main.cf again.</dd></dl>
+<p>After the list.</p><h2>Next</h2><p>x</p></body></html>"""
+)
+
+
+def test_definition_terms_open_sections_that_end_with_their_list() -> None:
+    """A <dt> stays a quotable paragraph and files its definition under it; several names for one
+    definition share one entry; a term too long to be a name, and the text after </dl>, do not."""
+    blocks = [(kind, text, trail) for kind, text, trail in _spans(P.parse(DEFINITIONS, Path("p.html")))]
+    term = ("main.cf", "recipient_limit (default: 1000)")
+    names = ("main.cf", "-v / --verbose")
+    assert blocks[2:] == [
+        ("paragraph", "Intro.", ("main.cf",)),
+        ("paragraph", "recipient_limit (default: 1000)", term),
+        ("paragraph", "The maximal number. Lower it.", term),
+        ("paragraph", "-v", names),
+        ("paragraph", "--verbose", names),
+        ("paragraph", "Talk more.", names),
+        ("paragraph", ("a long term " * 12).strip(), ("main.cf",)),
+        ("paragraph", "Under main.cf again.", ("main.cf",)),
+        ("paragraph", "After the list.", ("main.cf",)),
+        ("heading", "Next", ("Next",)),
+        ("paragraph", "x", ("Next",)),
+    ]

@@ -14,7 +14,7 @@ from citeline.answer.answer_type import can_answer, expected_type
 from citeline.answer.citations import escape_markers
 from citeline.answer.prompt import near_refusal
 from citeline.answer.relevance import weighted_coverage
-from citeline.answer.units import Unit, heading_context, passage_units
+from citeline.answer.units import Unit, definition_term, heading_context, passage_units
 from citeline.embedding.base import Embedder
 from citeline.errors import ConfigError
 from citeline.models import Draft, DraftSentence, Passage
@@ -58,13 +58,16 @@ class ExtractiveGenerator:
 
     def score_units(self, question: Query | str, passages: Sequence[Passage]) -> list[Scored]:
         query = analyze(question)
-        candidates: list[tuple[int, Unit, str]] = []
+        candidates: list[tuple[int, Unit, str, tuple[Unit, ...]]] = []
         for p in passages:
-            for unit in passage_units(p.chunk.text, p.chunk.start):
+            context = heading_context(p.chunk.heading_trail, p.hit.title)
+            units = passage_units(p.chunk.text, p.chunk.start)
+            term = definition_term(units, p.chunk.heading_trail)
+            for unit in units:
                 if near_refusal(unit.text) or unit.text.rstrip().endswith("?"):
                     continue  # "I could not find this..." or an FAQ's question is never an answer
-                context = heading_context(p.chunk.heading_trail, p.hit.title)
-                candidates.append((p.number, unit, f"{context}: {unit.text}" if context else unit.text))
+                lead: tuple[Unit, ...] = (term, unit) if term is not None and unit is not term else ()
+                candidates.append((p.number, unit, f"{context}: {unit.text}" if context else unit.text, lead))
         if not candidates:
             return []
         vectors = self.embedder.embed([query.text] + [c[2] for c in candidates])
@@ -73,30 +76,33 @@ class ExtractiveGenerator:
         kind = expected_type(query.text)
         years = query.years  # of the asking part: a story's years are circumstances
         scored = []
-        for (n, unit, contextual), sim in zip(candidates, sims, strict=True):
+        for (n, unit, contextual, lead), sim in zip(candidates, sims, strict=True):
             if not can_answer(kind, contextual):
                 continue
             if not mentions_years(years, contextual):
                 continue  # about another year (RGB: "revenue in Q1 2021" answered with Q1 2023)
             overlap = weighted_coverage(query.terms, contextual, weights)
             score = SIMILARITY_WEIGHT * float(sim) + OVERLAP_WEIGHT * overlap
-            scored.append(Scored(n, unit, score))
+            scored.append(Scored(n, unit, score, lead))
         scored.sort(key=lambda s: -s.score)
         return scored
 
     def select(self, scored: list[Scored]) -> list[Scored]:
         chosen: list[Scored] = []
         seen: list[set[str]] = []
+        quoted: set[tuple[int, int, int]] = set()  # a term leading two picks is quoted once
         for s in scored:
-            if len(chosen) >= self.max_sentences:
-                break
             if chosen and s.score < self.keep_ratio * chosen[0].score:
                 break
+            parts = {(s.passage, u.start, u.end) for u in s.parts or (s.unit,)}
+            if len(quoted | parts) > self.max_sentences:
+                continue
             words = set(s.unit.text.lower().split())
             if any(len(words & w) / max(1, len(words | w)) > 0.7 for w in seen):
                 continue  # near-duplicate of a chosen sentence (overlapping chunks repeat text)
             chosen.append(s)
             seen.append(words)
+            quoted |= parts
         return chosen
 
     def read(self, question: Query | str, passages: Sequence[Passage]) -> list[Scored]:
@@ -114,18 +120,18 @@ class ExtractiveGenerator:
         up to ``max_sentences`` sentences."""
         chosen: list[Scored] = []
         taken: list[tuple[int, int]] = []
-        count = 0
+        quoted: set[tuple[int, int, int]] = set()  # a term leading two picks is quoted once
         for s in scored:
             if chosen and s.score < self.keep_ratio * chosen[0].score:
                 break
-            size = len(s.parts) or 1
-            if count + size > self.max_sentences:
+            parts = {(s.passage, u.start, u.end) for u in s.parts or (s.unit,)}
+            if len(quoted | parts) > self.max_sentences:
                 continue
             if any(s.unit.start < b and a < s.unit.end for a, b in taken):
                 continue  # overlaps a chosen unit (a window and its own sentence, or repeated text)
             chosen.append(s)
             taken.append((s.unit.start, s.unit.end))
-            count += size
+            quoted |= parts
         return chosen
 
     def generate(self, question: Query | str, passages: Sequence[Passage]) -> Draft:
@@ -138,13 +144,15 @@ class ExtractiveGenerator:
         if confidence < (0.0 if spans else self.min_score):  # the reader's floor is the refusal guard's
             return Draft(sentences=(), refused=True, confidence=confidence)
         chosen = self.select_spans(scored) if spans else self.select(scored)
-        sentences = tuple(
-            DraftSentence(escape_markers(part.text), (s.passage,))
-            for s in chosen
-            for part in s.parts or (s.unit,)
-        )
+        quoted: set[tuple[int, int, int]] = set()  # a definition's term leads each of its picks
+        sentences = []
+        for s in chosen:
+            for part in s.parts or (s.unit,):
+                if (s.passage, part.start, part.end) not in quoted:
+                    quoted.add((s.passage, part.start, part.end))
+                    sentences.append(DraftSentence(escape_markers(part.text), (s.passage,)))
         raw = " ".join(f"{s.text} [{s.citations[0]}]" for s in sentences)
-        return Draft(sentences=sentences, refused=not sentences, raw=raw, confidence=confidence)
+        return Draft(sentences=tuple(sentences), refused=not sentences, raw=raw, confidence=confidence)
 
     def stream(self, question: Query | str, passages: Sequence[Passage]) -> Iterator[str]:
         """Sentence by sentence; each piece ends after its complete [n] markers."""

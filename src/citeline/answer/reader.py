@@ -24,7 +24,7 @@ import numpy.typing as npt
 
 from citeline.answer.facts import neutral_numbers
 from citeline.answer.prompt import near_refusal
-from citeline.answer.units import Unit, heading_context, passage_units
+from citeline.answer.units import Unit, definition_term, heading_context, passage_units
 from citeline.errors import ConfigError
 from citeline.models import Hit, Passage
 from citeline.retrieval.query import Query, analyze
@@ -87,6 +87,7 @@ class Candidate:
 
     passage: int
     unit: Unit
+    #: what an answer quotes for it, in order: its sentences, led by its definition's term
     parts: tuple[Unit, ...]
     context: str  # "heading > trail", what the model reads before the unit
 
@@ -99,7 +100,10 @@ def candidates(passages: Sequence[Passage]) -> list[Candidate]:
     """Every unit of the passages, and each pair of adjacent sentences of one paragraph.
 
     A unit that is, or closely paraphrases, the refusal sentence, or that is a question (an FAQ's
-    question is never its own answer), is not a candidate.
+    question is never its own answer), is not a candidate. In a definition's passage (it starts
+    with the term its trail ends with: "smtpd_recipient_limit (default: 1000)"), the term and the
+    first sentence are also read together, and every other candidate quotes the term first: the
+    description alone does not say what it describes, or the value it defaults to.
     """
     out: list[Candidate] = []
     for p in passages:
@@ -109,16 +113,19 @@ def candidates(passages: Sequence[Passage]) -> list[Candidate]:
             for u in passage_units(p.chunk.text, p.chunk.start)
             if not near_refusal(u.text) and not u.text.rstrip().endswith("?")
         ]
+        term = definition_term(units, p.chunk.heading_trail)
+        lead = (term,) if term is not None else ()
         for i, unit in enumerate(units):
-            out.append(Candidate(p.number, unit, (unit,), context))
+            out.append(Candidate(p.number, unit, (unit,) if unit is term else (*lead, unit), context))
             nxt = units[i + 1] if i + 1 < len(units) else None
-            if (
-                nxt is not None
-                and unit.kind == nxt.kind == "sentence"
-                and "\n\n" not in p.chunk.text[unit.end - p.chunk.start : nxt.start - p.chunk.start]
-            ):
-                window = Unit(unit.start, nxt.end, f"{unit.text} {nxt.text}", "window")
+            if nxt is None or unit.kind != "sentence" or nxt.kind != "sentence":
+                continue
+            if unit is term:  # read as a manual page joins them: "term: description"
+                window = Unit(unit.start, nxt.end, f"{unit.text}: {nxt.text}", "window")
                 out.append(Candidate(p.number, window, (unit, nxt), context))
+            elif "\n\n" not in p.chunk.text[unit.end - p.chunk.start : nxt.start - p.chunk.start]:
+                window = Unit(unit.start, nxt.end, f"{unit.text} {nxt.text}", "window")
+                out.append(Candidate(p.number, window, (*lead, unit, nxt), context))
     return out
 
 

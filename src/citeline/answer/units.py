@@ -129,3 +129,12 @@ def heading_context(trail: Sequence[str], title: str = "") -> str:
     if title and len(parts) < 2 and not any(title in p or p in title for p in parts):
         parts = [title, *parts]
     return " > ".join(parts)
+
+
+def definition_term(units: Sequence[Unit], trail: Sequence[str]) -> Unit | None:
+    """The passage's first unit when it is the term its heading trail ends with: a definition
+    list's entry ("smtpd_recipient_limit (default: 1000)"), whose sentences describe the term
+    without naming it (or the value it defaults to)."""
+    if units and trail and units[0].text == " ".join(trail[-1].split()):
+        return units[0]
+    return None

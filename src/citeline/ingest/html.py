@@ -20,7 +20,7 @@ from lxml import html as lxml_html
 
 from citeline.errors import ParseError
 from citeline.ingest.base import BaseParser
-from citeline.ingest.blocks import assemble_blocks
+from citeline.ingest.blocks import TERM_LEVEL, RawKind, assemble_blocks
 from citeline.ingest.decode import decode_bytes
 from citeline.ingest.manpage import man_page_blocks
 from citeline.models import BlockKind, ParsedDocument
@@ -342,10 +342,11 @@ class _Walker:
 
     def __init__(self, by_name: bool = True) -> None:
         self.by_name = by_name  # drop elements whose class/id names site chrome
-        self.blocks: list[tuple[BlockKind, str, int]] = []
+        self.blocks: list[tuple[RawKind, str, int]] = []
         self.buf: list[str] = []
+        self.lists = 0  # open <dl> elements: their terms open sections that end with the list
 
-    def add(self, kind: BlockKind, text: str, level: int = 0) -> None:
+    def add(self, kind: RawKind, text: str, level: int = 0) -> None:
         if text:
             self.blocks.append((kind, text, level))
 
@@ -366,11 +367,16 @@ class _Walker:
                     sections -= 1
                 if tag in _CONTAINERS or tag in _PARAGRAPHS or tag in _HEADINGS or tag == "pre":
                     self.flush()
+                if tag == "dl" and el is not root:
+                    self.blocks.append(("end", "", TERM_LEVEL + self.lists))
+                    self.lists -= 1
                 if el is not root:
                     self.buf.append(el.tail or "")
                 continue
             if tag in _SECTIONING:
                 sections += 1
+            if tag == "dl" and el is not root:
+                self.lists += 1  # counted like sections: a skipped subtree still ends
             if el is not root and _is_skipped(el, sections > 0 or root.tag in _SECTIONING, self.by_name):
                 walker.skip_subtree()
                 continue
@@ -392,11 +398,13 @@ class _Walker:
             else:
                 self.buf.append(el.text or "")
 
-    def whole(self, el: Any) -> tuple[BlockKind, str, int] | None:
+    def whole(self, el: Any) -> tuple[RawKind, str, int] | None:
         """Elements read as one block, or None for containers and inline elements."""
         tag = el.tag
         if tag in _HEADINGS:
             return "heading", _inline(el)[0].replace("\n", " "), _HEADINGS[tag]
+        if tag == "dt" and self.lists:
+            return "term", _inline(el)[0], TERM_LEVEL + self.lists
         if tag in _PARAGRAPHS:
             return "paragraph", _inline(el)[0], 0
         if tag == "pre":

@@ -50,7 +50,7 @@ from citeline.settings import Settings
 UPLOAD_COLLECTION_PREFIX = "uploads/"
 
 # Bump when parsing or chunking changes what a file turns into, so unchanged files are redone.
-PIPELINE_VERSION = "4"  # 2: PDF tables; 3: HTML tables: header row only under <th>; 4: manual pages in <pre>
+PIPELINE_VERSION = "5"  # 2: PDF tables; 3: HTML <th> header rows; 4: man pages in <pre>; 5: <dt> sections
 
 
 STAGES = ("parse", "chunk", "embed", "write")
