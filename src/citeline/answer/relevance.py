@@ -16,6 +16,8 @@ from citeline.retrieval.bm25 import is_identifier
 from citeline.retrieval.query import Query
 
 _WORD = re.compile(r"\w+(?:[-_./:]\w+)*")
+# "3.x", "2.4.*", "v5.x": a release series; any release of it in the text mentions it.
+_SERIES = re.compile(r"(v?\d+(?:\.\d+)*)\.[x*]", re.IGNORECASE)
 
 DENSE_WEIGHT = 0.6
 COVERAGE_WEIGHT = 0.4
@@ -59,6 +61,9 @@ def _stem(term: str) -> str:
 
 
 def term_present(term: str, words: set[str], text: str) -> bool:
+    series = _SERIES.fullmatch(term)
+    if series:
+        return re.search(rf"(?<![\w.]){re.escape(series.group(1))}\.\d", text) is not None
     if is_identifier(term):
         return term in text
     stem = _stem(term)
