@@ -340,7 +340,18 @@ def cli() -> list[str]:
     return [str(script)] if script.exists() else [sys.executable, "-m", "citeline"]
 
 
+def compile_bytecode() -> None:
+    """Write citeline's bytecode, as installing a wheel does. An editable install never gets it
+    where PYTHONDONTWRITEBYTECODE is set (this machine sets it): every process then compiled
+    citeline's sources again, about 0.1 s of CPU and 0.3 s of wall per start on a loaded machine."""
+    import compileall
+
+    compileall.compile_dir(Path(citeline.__file__).parent, quiet=1)
+
+
 def startup(index: Path | None, runs: int = 5) -> dict[str, Any]:
+    compile_bytecode()
+
     def best(args: list[str]) -> dict[str, float]:
         # CPU time (user + system) of the child too: a loaded machine stretches wall time.
         times, cpus = [], []

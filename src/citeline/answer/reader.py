@@ -33,6 +33,7 @@ if TYPE_CHECKING:
     from citeline.registry import BuildContext
 
 PACKAGED = Path(__file__).parent / "data" / "cross-encoder"
+_READ_MEMO = 2048  # (question, unit) scores kept: a few questions' worth of reranked passages
 
 
 def _sigmoid(x: npt.NDArray[np.float32]) -> npt.NDArray[np.float32]:
@@ -57,6 +58,9 @@ class CrossEncoderModel:
         self.pairs = OnnxPairScorer(
             folder, max_tokens=int(self.config.get("max_tokens", 128)), threads=threads
         )
+        # The reranker reads the units of the top passages; the reader then reads the context's
+        # units again for the refusal guard and the picks: those pairs are scored once.
+        self._read: OrderedDict[tuple[str, str], float] = OrderedDict()
 
     def _probabilities(self, task: str, pairs: Sequence[tuple[str, str]]) -> npt.NDArray[np.float32]:
         if not pairs:
@@ -65,7 +69,15 @@ class CrossEncoderModel:
         return _sigmoid(logits[:, -1])
 
     def reader_scores(self, question: str, units: Sequence[str]) -> npt.NDArray[np.float32]:
-        return self._probabilities("reader", [(question, u) for u in units])
+        missing = list(dict.fromkeys(u for u in units if (question, u) not in self._read))
+        for unit, score in zip(
+            missing, self._probabilities("reader", [(question, u) for u in missing]), strict=True
+        ):
+            self._read[(question, unit)] = float(score)
+        out = np.array([self._read[(question, u)] for u in units], dtype=np.float32)
+        while len(self._read) > _READ_MEMO:
+            self._read.popitem(last=False)
+        return out
 
     def checker_scores(self, claim: str, premises: Sequence[str]) -> npt.NDArray[np.float32]:
         return self._probabilities("checker", [neutral_numbers(claim, p) for p in premises])
@@ -229,9 +241,19 @@ def reader_factory(context: BuildContext | None, argument: str | None) -> Reader
 
 
 class ReaderReranker:
-    """The reader as a passage reranker: a chunk's score is the model's score for its whole text."""
+    """The reader as a passage reranker: a passage scores its best unit (sentence, row, item,
+    window), and the order fuses that rank with the retrieval's (reciprocal ranks, k = 60).
+
+    Measured on golden dev (46 answerable questions with resolved evidence, top 10 reordered):
+    gold passage in the top 5, retrieval alone 0.696, best unit alone 0.717, fused 0.761. The model
+    scoring a passage's whole text instead (its first version) fell to 0.522: it was trained on
+    units, and a chunk's text runs past its 128 tokens. Through the whole pipeline the answers did
+    not follow (golden dev, answers naming the gold: none 0.653, this 0.612, late-interaction over
+    30 0.694 at 2.2x the latency): reranking stays off by default.
+    """
 
     name = "reader"
+    rrf_k = 60
 
     def __init__(self, model: CrossEncoderModel) -> None:
         self.model = model
@@ -243,15 +265,18 @@ class ReaderReranker:
 
         if not hits:
             return []
-        texts = [f"{heading_context(h.chunk.heading_trail, h.title)}: {h.chunk.text}" for h in hits]
-        scores = self.model.reader_scores(analyze(query).text, texts)
-        order = sorted(range(len(hits)), key=lambda i: (-float(scores[i]), i))
+        passages = [Passage(number=i, hit=h, text=h.chunk.text) for i, h in enumerate(hits, 1)]
+        found = candidates(passages)
+        scores = self.model.reader_scores(analyze(query).text, [c.model_text for c in found])
+        best = [0.0] * len(hits)
+        for c, score in zip(found, scores, strict=True):
+            best[c.passage - 1] = max(best[c.passage - 1], float(score))
+        by_reader = sorted(range(len(hits)), key=lambda i: (-best[i], i))
+        reader_rank = {i: r for r, i in enumerate(by_reader, 1)}
+        fused = {i: 1 / (self.rrf_k + i + 1) + 1 / (self.rrf_k + reader_rank[i]) for i in range(len(hits))}
+        order = sorted(range(len(hits)), key=lambda i: (-fused[i], i))
         return [
-            replace(
-                hits[i],
-                score=float(scores[i]),
-                stages={**hits[i].stages, "rerank": StageScore(float(scores[i]), r)},
-            )
+            replace(hits[i], score=fused[i], stages={**hits[i].stages, "rerank": StageScore(best[i], r)})
             for r, i in enumerate(order, 1)
         ]
 
