@@ -21,6 +21,8 @@ $(STAMP): requirements.lock pyproject.toml
 install: $(STAMP)
 
 run: $(STAMP)
+	@# bytecode for the editable install: where PYTHONDONTWRITEBYTECODE is set, every start compiled src/
+	@$(BIN)/python -m compileall -q src/citeline >/dev/null
 	$(BIN)/citeline --index $(INDEX) add samples
 	$(BIN)/citeline --index $(INDEX) ask "$(QUESTION)"
 
