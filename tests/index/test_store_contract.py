@@ -62,6 +62,7 @@ def put(
     fmt: str = "markdown",
     seed: int = 0,
     original: bytes | None = None,
+    metadata: dict[str, object] | None = None,
 ) -> Document:
     doc_id = document_id_for(collection, source)
     text = "\n\n".join(paragraphs)
@@ -94,6 +95,7 @@ def put(
         page_count=None,
         tags=tags or {},
         acl=acl,
+        metadata=dict(metadata or {}),
         collection=collection,
     )
     store.replace_document(doc, text, chunks, vectors, original=original)
@@ -127,6 +129,31 @@ def test_get_documents_looks_up_many_at_once_with_tags_and_acl(store: Store) -> 
         assert got[d.id].tags == d.tags and got[d.id].acl == ("group:a", "group:b")
         assert got[d.id].mtime == d.mtime and got[d.id].updated_at > 0
     assert store.get_documents([]) == {}
+
+
+def test_stored_files_are_what_re_adding_compares_with_for_a_whole_collection(store: Store) -> None:
+    read = put(
+        store,
+        "a.md",
+        ["alpha"],
+        tags={"team": "ops", "tier": "1"},
+        acl=("group:b", "group:a"),
+        metadata={"path": "/docs/a.md", "pipeline": "5:256:32", "title_from": "h1"},
+    )
+    upload = put(store, "b.md", ["beta"], seed=1, metadata={"uploaded_by": None, "path": 7})
+    put(store, "a.md", ["other collection"], seed=2, collection="other")
+    got = {f.source: f for f in store.stored_files("default")}
+    assert set(got) == {"a.md", "b.md"}  # only the collection asked for
+    a, b = got["a.md"], got["b.md"]
+    stored = store.get_document(read.id)
+    assert stored is not None
+    assert (a.id, a.content_hash, a.size, a.mtime) == (read.id, read.content_hash, read.size, read.mtime)
+    assert a.updated_at == stored.updated_at > 0
+    assert (a.path, a.pipeline, a.uploaded) == ("/docs/a.md", "5:256:32", False)
+    assert dict(a.tags) == {"team": "ops", "tier": "1"} and a.acl == ("group:a", "group:b")
+    assert b.id == upload.id and b.uploaded and b.path is None and b.pipeline is None  # path not a string
+    assert dict(b.tags) == {} and b.acl == ()
+    assert store.stored_files("nothing-here") == []
 
 
 def test_replace_is_whole_and_collections_keep_same_named_files_apart(store: Store) -> None:

@@ -1,5 +1,6 @@
 """Re-adding: a file whose size and modification time match its document is not read (unless it
-was modified within RACY_S of being indexed, or trust_mtime is off); documents are looked up in bulk."""
+was modified within RACY_S of being indexed, or trust_mtime is off); a folder's documents are
+looked up once, files named one by one a group at a time; nothing is written for unchanged files."""
 
 from __future__ import annotations
 
@@ -60,22 +61,100 @@ def _add(kb: KnowledgeBase, folder: Path, **kw: Any) -> pipeline.IngestReport:
     return kb.add([folder], root=folder, **kw)
 
 
+class StoreCalls:
+    """Counts the store's document lookups and writes during a re-add (a wrapper on the store)."""
+
+    LOOKUPS = ("get_document", "get_documents", "find_document", "documents", "stored_files")
+    WRITES = ("replace_document", "replace_documents", "update_access", "remove_document")
+
+    def __init__(self, kb: KnowledgeBase, monkeypatch: pytest.MonkeyPatch) -> None:
+        self.calls: list[str] = []
+        for name in self.LOOKUPS + self.WRITES:
+            real = getattr(kb.store, name)
+
+            def counted(*args: Any, _name: str = name, _real: Any = real, **kw: Any) -> Any:
+                self.calls.append(_name)
+                return _real(*args, **kw)
+
+            monkeypatch.setattr(kb.store, name, counted)
+
+    def writes(self) -> list[str]:
+        return [c for c in self.calls if c in self.WRITES]
+
+
 def test_unchanged_files_are_not_read_and_looked_up_in_bulk(
     hkb: KnowledgeBase, tmp_path: Path, reads: list[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     docs = tmp_path / "docs"
-    _docs(docs, 5)
+    paths = _docs(docs, 5)
     assert len(_add(hkb, docs).added) == 5 and len(reads) == 5
     reads.clear()
-    single: list[str] = []
-    bulk: list[int] = []
-    real_get, real_bulk = hkb.store.get_document, hkb.store.get_documents
-    monkeypatch.setattr(hkb.store, "get_document", lambda i: single.append(i) or real_get(i))
-    monkeypatch.setattr(hkb.store, "get_documents", lambda ids: bulk.append(len(ids)) or real_bulk(ids))
+    calls = StoreCalls(hkb, monkeypatch)
     report = _add(hkb, docs)
     assert len(report.unchanged) == 5 and not report.updated and not report.added and not report.failed
-    assert reads == [] and single == [] and bulk == [5]
+    # a folder: one look-up of the whole collection, reused to reconcile; no query per file
+    assert reads == [] and calls.calls == ["stored_files"]
     assert report.chunks_embedded == 0
+    calls.calls.clear()
+    report = hkb.add(paths, root=docs)  # files named one by one: one look-up per group
+    assert len(report.unchanged) == 5 and reads == [] and calls.calls == ["get_documents"]
+
+
+def test_a_readd_writes_nothing_when_tags_and_acl_are_the_same(
+    hkb: KnowledgeBase, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    docs = tmp_path / "docs"
+    _docs(docs, 3)
+    _add(hkb, docs, tags={"team": "ops"}, acl=["group:b", "group:a"])
+    calls = StoreCalls(hkb, monkeypatch)
+    assert len(_add(hkb, docs, tags={"team": "ops"}, acl=["group:a", "group:b"]).unchanged) == 3
+    assert calls.writes() == []
+    report = _add(hkb, docs, tags={"team": "dev"}, acl=["group:a", "group:b"])  # tags changed: written
+    assert len(report.unchanged) == 3 and calls.writes() == ["update_access"] * 3
+    assert {d.tags["team"] for d in hkb.store.documents(Filter.admin())} == {"dev"}
+
+
+def test_an_edit_rereads_only_the_edited_file_and_drops_its_old_original(
+    hkb: KnowledgeBase, tmp_path: Path, reads: list[str]
+) -> None:
+    docs = tmp_path / "docs"
+    paths = _docs(docs, 3)
+    paths.append(docs / "copy.md")
+    _write(paths[3], paths[0].read_text(encoding="utf-8"))  # the same bytes as doc0: one original
+    _add(hkb, docs)
+    before = {d.source: d for d in hkb.store.documents(Filter.admin())}
+    reads.clear()
+    _write(paths[1], paths[1].read_text(encoding="utf-8") + "\nA sentence appended.\n", OLD + 10)
+    _write(paths[3], paths[3].read_text(encoding="utf-8") + "\nThe copy differs now.\n", OLD + 10)
+    report = _add(hkb, docs)
+    assert sorted(report.updated) == ["copy.md", "doc1.md"] and reads == sorted(reads) == [
+        "copy.md",
+        "doc1.md",
+    ]
+    store = hkb.store
+    assert store.original(before["doc1.md"].id) == paths[1].read_bytes()
+    assert store.original(before["doc0.md"].id) == paths[0].read_bytes()  # still used by doc0
+    conn = store.conn  # type: ignore[attr-defined]
+    held = {r[0] for r in conn.execute("SELECT content_hash FROM blobs")}
+    assert before["doc1.md"].content_hash not in held and before["doc0.md"].content_hash in held
+    assert held == {d.content_hash for d in store.documents(Filter.admin())}
+
+
+def test_a_document_re_read_from_another_path_is_not_reconciled_away(
+    hkb: KnowledgeBase, tmp_path: Path
+) -> None:
+    """A source added in this run is never gone, even when the document read before the run
+    names a path under the folder whose file was deleted (it was added from another root)."""
+    top = tmp_path / "top"
+    top.mkdir()
+    (sub,) = _docs(top / "sub", 1)
+    hkb.add([top / "sub"], root=top / "sub")  # source doc0.md, path top/sub/doc0.md
+    _write(top / "doc0.md", "# Doc 0\n\nThe same source under another root.\n")
+    sub.unlink()
+    report = hkb.add([top], root=top)  # source doc0.md again: its path moves to top/doc0.md
+    assert report.updated == ["doc0.md"] and report.removed == [] and not report.missing
+    (doc,) = hkb.store.documents(Filter.admin())
+    assert doc.metadata["path"] == str(top / "doc0.md")
 
 
 def test_same_size_and_mtime_is_trusted_only_when_indexed_well_after_it(

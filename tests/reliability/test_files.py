@@ -78,16 +78,16 @@ def test_a_file_swapped_for_a_pipe_after_the_walk_is_refused_without_blocking(
     docs = tmp_path / "d"
     write_docs(docs, 1)
     target = docs / "report-000.md"
-    real = files.not_regular
+    real = files.regular_stat
 
-    def swap(path: str | os.PathLike[str]) -> str | None:
+    def swap(path: str | os.PathLike[str]) -> tuple[os.stat_result | None, str | None]:
         verdict = real(path)
         if Path(path) == target:  # it was a file when looked at; a pipe when opened
             target.unlink()
             os.mkfifo(target)
         return verdict
 
-    monkeypatch.setattr(files, "not_regular", swap)
+    monkeypatch.setattr(files, "regular_stat", swap)
     report = hkb.add([docs])
     assert not report.added and "not a regular file" in dict(report.failed)[str(target)]
 

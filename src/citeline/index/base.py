@@ -83,6 +83,45 @@ class DocumentWrite:
 
 
 @dataclass(frozen=True)
+class StoredFile:
+    """What adding a file again is compared with: a stored document's identity, content hash,
+    file stamp (size, modification time, when it was indexed), the pipeline and absolute path it
+    was read with, and its tags and ACL. Much lighter than a Document (no title, no metadata)."""
+
+    id: str
+    source: str
+    content_hash: str
+    size: int
+    mtime: float
+    updated_at: float
+    #: metadata["path"] when it is a string: the absolute path the file was read from
+    path: str | None = None
+    #: metadata["pipeline"] when it is a string: what the document was made with
+    pipeline: str | None = None
+    #: "uploaded_by" in metadata: an upload, never reconciled against a folder
+    uploaded: bool = False
+    tags: Mapping[str, str] = field(default_factory=dict)
+    acl: tuple[str, ...] = ()
+
+    @classmethod
+    def of(cls, doc: Document) -> StoredFile:
+        path, pipeline = doc.metadata.get("path"), doc.metadata.get("pipeline")
+        return cls(
+            doc.id,
+            doc.source,
+            doc.content_hash,
+            doc.size,
+            doc.mtime,
+            doc.updated_at,
+            path if isinstance(path, str) else None,
+            pipeline if isinstance(pipeline, str) else None,
+            "uploaded_by" in doc.metadata,
+            doc.tags,
+            doc.acl,
+        )
+
+
+@dataclass(frozen=True)
 class Problem:
     """One inconsistency found by ``Store.check``.
 
@@ -140,6 +179,12 @@ class Store(Protocol):
 
     def get_documents(self, document_ids: Sequence[str]) -> dict[str, Document]:
         """The stored documents of ``document_ids`` by id, in a few queries (absent ids are left out)."""
+        ...
+
+    def stored_files(self, collection: str) -> list[StoredFile]:
+        """What re-adding compares with, for every document of ``collection``, in a few queries
+        (however many documents): a folder added again is checked against it without a query
+        per file."""
         ...
 
     def find_document(self, source: str, collection: str | None = None) -> Document | None:

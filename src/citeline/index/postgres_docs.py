@@ -7,6 +7,7 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
+from citeline.index.base import StoredFile
 from citeline.index.postgres_search import PostgresSearch
 from citeline.models import Chunk, Document
 from citeline.retrieval.filters import Filter
@@ -15,6 +16,12 @@ DOC_COLUMNS = (
     "document_id, source, title, format, content_hash, size, mtime, page_count, metadata, added_at, "
     "updated_at, collection"
 )
+
+
+def _json_dict(value: Any) -> dict[str, str]:
+    if value is None:
+        return {}
+    return dict(value if isinstance(value, dict) else json.loads(value))
 
 
 class PostgresDocuments(PostgresSearch):
@@ -72,6 +79,36 @@ class PostgresDocuments(PostgresSearch):
                 ).fetchall()
                 out.update((d.id, d) for d in self._documents(conn, rows))
         return out
+
+    def stored_files(self, collection: str) -> list[StoredFile]:
+        with self._read() as conn:  # one statement: tags and ACLs as of the same snapshot
+            rows = conn.execute(
+                "SELECT d.document_id, d.source, d.content_hash, d.size, d.mtime, d.updated_at, "
+                "CASE WHEN json_typeof(d.metadata->'path') = 'string' THEN d.metadata->>'path' END, "
+                "CASE WHEN json_typeof(d.metadata->'pipeline') = 'string' THEN d.metadata->>'pipeline' END, "
+                "(d.metadata->'uploaded_by') IS NOT NULL, "
+                "(SELECT json_object_agg(t.key, t.value) FROM doc_tags t WHERE t.document_id = d.document_id), "
+                '(SELECT array_agg(a.entry ORDER BY a.entry COLLATE "C") FROM doc_acl a '
+                "WHERE a.document_id = d.document_id) "
+                "FROM documents d WHERE d.collection = %s",
+                (collection,),
+            ).fetchall()
+        return [
+            StoredFile(
+                r[0],
+                r[1],
+                r[2],
+                r[3],
+                r[4],
+                r[5],
+                path=r[6],
+                pipeline=r[7],
+                uploaded=bool(r[8]),
+                tags=_json_dict(r[9]),
+                acl=tuple(r[10] or ()),
+            )
+            for r in rows
+        ]
 
     def find_document(self, source: str, collection: str | None = None) -> Document | None:
         scope, extra = ("AND collection = %s", [collection]) if collection is not None else ("", [])

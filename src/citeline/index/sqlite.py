@@ -19,10 +19,10 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from citeline.errors import CitelineError, EmbedderMismatchError, NotAnIndexError, SchemaTooNewError
-from citeline.index.base import EmbedderInfo, Problem, Vector
+from citeline.index.base import EmbedderInfo, Problem, StoredFile, Vector
 from citeline.index.dense import DenseMatrix
 from citeline.index.engines import Engines, EngineSettings, engines_present
-from citeline.index.schema import SCHEMA_VERSION, migrate, storage_error, transaction
+from citeline.index.schema import SCHEMA_VERSION, migrate, snapshot, storage_error, transaction
 from citeline.index.sql_filter import filter_sql
 from citeline.index.sqlite_write import SqliteWrites
 from citeline.index.sqlite_write import text_hash as text_hash  # callers import it from here
@@ -276,6 +276,45 @@ class SqliteStore(SqliteWrites):
             ).fetchall()
             out.update((d.id, d) for d in self._documents(rows))
         return out
+
+    def stored_files(self, collection: str) -> list[StoredFile]:
+        with snapshot(self.conn):  # the documents, their tags and ACLs as of one moment
+            tags: dict[str, dict[str, str]] = {}
+            for doc_id, key, value in self.conn.execute(
+                "SELECT t.document_id, t.key, t.value FROM doc_tags t JOIN documents d "
+                "ON d.id = t.document_id WHERE d.collection = ?",
+                (collection,),
+            ):
+                tags.setdefault(doc_id, {})[key] = value
+            acl: dict[str, list[str]] = {}
+            for doc_id, entry in self.conn.execute(
+                "SELECT a.document_id, a.entry FROM doc_acl a JOIN documents d ON d.id = a.document_id "
+                "WHERE d.collection = ? ORDER BY a.entry",
+                (collection,),
+            ):
+                acl.setdefault(doc_id, []).append(entry)
+            rows = self.conn.execute(
+                "SELECT id, source, content_hash, size, mtime, updated_at, json_extract(metadata, '$.path'), "
+                "json_extract(metadata, '$.pipeline'), json_type(metadata, '$.uploaded_by') IS NOT NULL "
+                "FROM documents WHERE collection = ?",
+                (collection,),
+            ).fetchall()
+        return [
+            StoredFile(
+                r[0],
+                r[1],
+                r[2],
+                r[3],
+                r[4],
+                r[5],
+                r[6] if isinstance(r[6], str) else None,
+                r[7] if isinstance(r[7], str) else None,
+                bool(r[8]),
+                tags.get(r[0], {}),
+                tuple(acl.get(r[0], ())),
+            )
+            for r in rows
+        ]
 
     def find_document(self, source: str, collection: str | None = None) -> Document | None:
         if collection is not None:

@@ -86,10 +86,11 @@ class SqliteWrites(SqliteSearch):
     def _replace(self, name: str, write: DocumentWrite) -> None:
         document, chunks, vectors = write.document, write.chunks, write.vectors
         now = time.time()
-        old = self.conn.execute(
-            "SELECT added_at FROM documents WHERE id = ? OR (collection = ? AND source = ?)",
+        olds = self.conn.execute(
+            "SELECT added_at, content_hash FROM documents WHERE id = ? OR (collection = ? AND source = ?)",
             (document.id, document.collection, document.source),
-        ).fetchone()
+        ).fetchall()
+        old = olds[0] if olds else None
         added_at, updated_at = (old[0] if old else now), now
         if write.keep_times:
             added_at, updated_at = document.added_at, document.updated_at
@@ -161,7 +162,7 @@ class SqliteWrites(SqliteSearch):
         ).fetchone()[0]
         if missing:
             raise CitelineError(f"{document.source}: {missing} chunks have no vector; nothing was changed.")
-        self._gc_embeddings(old_hashes)
+        self._gc_embeddings(old_hashes, [r[1] for r in olds if r[1] != document.content_hash])
 
     def _remove(
         self, document_id: str, collection: str | None = None, source: str | None = None
@@ -184,14 +185,24 @@ class SqliteWrites(SqliteSearch):
             self.conn.execute("DELETE FROM documents WHERE id = ?", (doc_id,))
         return hashes
 
-    def _gc_embeddings(self, hashes: Iterable[str]) -> None:
-        """Drop vectors no chunk uses any more, and originals no document uses (after a remove or an edit)."""
+    def _gc_embeddings(self, hashes: Iterable[str], originals: Iterable[str] | None = None) -> None:
+        """Drop vectors no chunk uses any more, and originals no document uses (after a remove or an
+        edit): those of ``originals`` (content hashes), or when None every original (a sweep that
+        reads every blob: check --repair)."""
         self.conn.executemany(
             "DELETE FROM embeddings WHERE text_hash = ? AND NOT EXISTS (SELECT 1 FROM chunks WHERE text_hash = ?)",
             [(h, h) for h in set(hashes)],
         )
-        self.conn.execute(
-            "DELETE FROM blobs WHERE NOT EXISTS (SELECT 1 FROM documents d WHERE d.content_hash = blobs.content_hash)"
+        if originals is None:
+            self.conn.execute(
+                "DELETE FROM blobs WHERE NOT EXISTS "
+                "(SELECT 1 FROM documents d WHERE d.content_hash = blobs.content_hash)"
+            )
+            return
+        self.conn.executemany(
+            "DELETE FROM blobs WHERE content_hash = ? AND NOT EXISTS "
+            "(SELECT 1 FROM documents d WHERE d.content_hash = ?)",
+            [(h, h) for h in set(originals)],
         )
 
     def update_access(self, document_id: str, tags: Mapping[str, str], acl: Iterable[str]) -> None:
@@ -210,6 +221,10 @@ class SqliteWrites(SqliteSearch):
 
     def remove_document(self, document_id: str) -> None:
         with self._lock, transaction(self.conn):
-            self._gc_embeddings(self._remove(document_id))
+            originals = [
+                r[0]
+                for r in self.conn.execute("SELECT content_hash FROM documents WHERE id = ?", (document_id,))
+            ]
+            self._gc_embeddings(self._remove(document_id), originals)
             self._bump_generation()
         self._after_write()

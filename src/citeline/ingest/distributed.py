@@ -39,7 +39,7 @@ from citeline.index.base import DocumentWrite
 from citeline.index.sqlite import text_hash
 from citeline.ingest.batches import failure_reason
 from citeline.ingest.embed import embed_checked
-from citeline.ingest.files import FolderWalk, iter_files, source_for
+from citeline.ingest.files import FolderWalk, Sources, iter_files
 from citeline.ingest.pipeline import (
     FILE_ERRORS,
     FileJob,
@@ -51,6 +51,7 @@ from citeline.ingest.pipeline import (
     pipeline_signature,
     prepare,
 )
+from citeline.ingest.readd import KnownFiles
 from citeline.retrieval.filters import Filter
 from citeline.settings import Settings
 
@@ -257,8 +258,11 @@ def _run_files(
     actor = ray.remote(num_cpus=1)(Worker)
     actors = [actor.remote(ingestor.embedder.name, ingestor.settings) for _ in range(size)]
     turn = itertools.cycle(actors)
-    base = Path(root) if root is not None else Path.cwd()
+    paths = list(paths)
+    sources = Sources(root if root is not None else Path.cwd())
+    known = KnownFiles(ingestor.store, collection, whole=any(os.path.isdir(p) for p in paths))
     files = iter_files(paths, report, walks)
+    done: set[str] = set()
     inflight: dict[Any, tuple[str, Any]] = {}
 
     def submit_files() -> None:
@@ -266,9 +270,16 @@ def _run_files(
             item = next(files, None)
             if item is None:
                 return
-            source = source_for(item[1], base)
+            path, info = item
+            source = sources(path)
             try:
-                job = ingestor.job(source, item[1], collection, dict(tags), acl, report)
+                if source in done:  # named twice: compared with what is stored now
+                    existing = known.fresh(source)
+                else:
+                    known.look_up([source])
+                    existing = known.get(source)
+                done.add(source)
+                job = ingestor.job(source, path, collection, dict(tags), acl, report, existing, info)
             except IndexUnavailableError:
                 raise
             except FILE_ERRORS as exc:

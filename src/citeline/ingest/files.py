@@ -17,16 +17,27 @@ if TYPE_CHECKING:
     from citeline.ingest.pipeline import IngestReport
 
 
-def source_for(path: Path, root: Path) -> str:
+def source_for(path: str | os.PathLike[str], root: str | os.PathLike[str]) -> str:
     """The path relative to ``root`` with / separators, or the absolute path for a file outside it."""
-    absolute = os.path.abspath(path)
-    base = os.path.abspath(root)
-    if absolute.startswith(base.rstrip(os.sep) + os.sep):  # under root: what relpath gives, cheaper
-        return Path(absolute[len(base.rstrip(os.sep)) + 1 :]).as_posix()
-    relative = os.path.relpath(absolute, base)
-    if relative == os.pardir or relative.startswith(os.pardir + os.sep) or os.path.isabs(relative):
-        return Path(absolute).as_posix()
-    return Path(relative).as_posix()
+    return Sources(root)(os.path.abspath(path))
+
+
+class Sources:
+    """``source_for`` with ``root`` worked out once: a folder's files under it cost a slice."""
+
+    def __init__(self, root: str | os.PathLike[str]) -> None:
+        self.base = os.path.abspath(root)
+        self.prefix = self.base.rstrip(os.sep) + os.sep
+
+    def __call__(self, absolute: str) -> str:
+        """The source of the file at ``absolute`` (an absolute, normalized path)."""
+        if absolute.startswith(self.prefix):  # under root: what relpath gives, cheaper
+            relative = absolute[len(self.prefix) :]
+            return relative if os.sep == "/" else Path(relative).as_posix()
+        relative = os.path.relpath(absolute, self.base)
+        if relative == os.pardir or relative.startswith(os.pardir + os.sep) or os.path.isabs(relative):
+            return Path(absolute).as_posix()
+        return Path(relative).as_posix()
 
 
 _KINDS = (
@@ -38,20 +49,27 @@ _KINDS = (
 )
 
 
+def regular_stat(path: str | os.PathLike[str]) -> tuple[os.stat_result | None, str | None]:
+    """(its stat, None) for a regular file (or a symbolic link to one), else (None, what it is
+    instead). Never opens it."""
+    try:
+        info = os.stat(path)
+    except FileNotFoundError:
+        return None, "a broken symbolic link" if os.path.islink(path) else "gone (removed while reading)"
+    except OSError as exc:
+        return None, f"not readable ({exc.strerror or exc})"
+    mode = info.st_mode
+    if stat_module.S_ISREG(mode):
+        return info, None
+    return None, next((what for test, what in _KINDS if test(mode)), "not a regular file")
+
+
 def not_regular(path: str | os.PathLike[str]) -> str | None:
     """None for a regular file (or a symbolic link to one), else what it is instead. Never opens it."""
-    try:
-        mode = os.stat(path).st_mode
-    except FileNotFoundError:
-        return "a broken symbolic link" if os.path.islink(path) else "gone (removed while reading)"
-    except OSError as exc:
-        return f"not readable ({exc.strerror or exc})"
-    if stat_module.S_ISREG(mode):
-        return None
-    return next((what for test, what in _KINDS if test(mode)), "not a regular file")
+    return regular_stat(path)[1]
 
 
-def read_regular(path: Path, source: str, limit: int) -> tuple[bytes, float]:
+def read_regular(path: str | os.PathLike[str], source: str, limit: int) -> tuple[bytes, float]:
     """(bytes, mtime) of a regular file of at most ``limit`` bytes. Opened without blocking and
     checked again once open, so a file swapped for a pipe in between cannot hang the reader."""
     fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0))
@@ -80,57 +98,94 @@ class FolderWalk:
     """What one walk of a folder found, for reconciling the folder's documents afterwards."""
 
     folder: str  # absolute
+    #: the folder as the caller named it (skipped files are reported under that name)
+    given: str = ""
     #: absolute paths of every entry with a supported extension, read or not
     seen: set[str] = field(default_factory=set)
     #: absolute paths of folders that could not be listed (their documents are never removed)
     unreadable: list[str] = field(default_factory=list)
 
+    def named(self, path: str) -> str:
+        """``path`` (absolute, under the folder) as the caller named the folder."""
+        if not self.given or self.given == self.folder:
+            return path
+        if path == self.folder:
+            return self.given
+        return str(Path(self.given) / os.path.relpath(path, self.folder))
 
-def walk_folder(folder: Path, report: IngestReport, walk: FolderWalk) -> Iterator[tuple[str, Path]]:
-    """(source as found, path) of each regular file with a supported extension under ``folder``;
-    hidden files and folders are left out, other kinds of files are reported as skipped."""
-    exts = set(supported_extensions())
 
-    def unreadable(exc: OSError) -> None:
-        where = exc.filename if exc.filename is not None else str(folder)
-        walk.unreadable.append(os.path.abspath(where))
-        report.failed.append((str(where), f"folder not readable ({exc.strerror or exc})"))
+#: a file found: its absolute path and its stat (None for a file named by the caller: not looked at yet)
+Found = tuple[str, os.stat_result | None]
 
-    for root, dirs, files in os.walk(folder, onerror=unreadable):
-        dirs[:] = sorted(d for d in dirs if not d.startswith("."))
-        for name in sorted(files):
-            child = Path(root) / name
-            if name.startswith(".") or child.suffix.lower() not in exts:
+
+def walk_folder(folder: str, report: IngestReport, walk: FolderWalk) -> Iterator[Found]:
+    """(absolute path, stat) of each regular file with a supported extension under ``folder``
+    (absolute), in the order of a sorted top-down ``os.walk`` that does not follow links to
+    folders; hidden files and folders are left out, other kinds of files are reported as skipped
+    (named as under the folder the caller named). Each file is stat()ed once, here."""
+    exts = frozenset(supported_extensions())
+    pending = [folder]
+    while pending:
+        top = pending.pop()
+        try:
+            with os.scandir(top) as it:
+                entries = list(it)
+        except OSError as exc:
+            where = exc.filename if exc.filename is not None else top
+            walk.unreadable.append(os.path.abspath(where))
+            report.failed.append(
+                (walk.named(os.path.abspath(where)), f"folder not readable ({exc.strerror or exc})")
+            )
+            continue
+        files: list[tuple[str, str]] = []
+        folders: list[tuple[str, str]] = []
+        for entry in entries:
+            name = entry.name
+            try:
+                is_dir = entry.is_dir()
+            except OSError:
+                is_dir = False
+            if is_dir:
+                if not name.startswith(".") and not entry.is_symlink():
+                    folders.append((name, entry.path))
                 continue
-            walk.seen.add(os.path.abspath(child))
-            what = not_regular(child)
-            if what is not None:
+            dot = name.rfind(".")  # Path.suffix: none for ".name", "name." or no dot
+            if dot <= 0 or dot == len(name) - 1 or name[dot:].lower() not in exts:
+                continue
+            files.append((name, entry.path))
+        files.sort()
+        for _name, path in files:
+            walk.seen.add(path)
+            info, what = regular_stat(path)
+            if info is None:
                 report.skipped.append(
-                    (str(child), f"{what}, not a regular file: only regular files are read")
+                    (walk.named(path), f"{what}, not a regular file: only regular files are read")
                 )
                 continue
-            yield str(child), child
+            yield path, info
+        folders.sort(reverse=True)  # popped in name order: each folder walked whole before the next
+        pending.extend(path for _name, path in folders)
 
 
 def iter_files(
     paths: Iterable[str], report: IngestReport, walks: list[FolderWalk] | None = None
-) -> Iterator[tuple[str, Path]]:
-    """(source as the user named it, path) for each file; folders are walked recursively (each
-    walk is appended to ``walks``). A path that does not exist is recorded in ``report.not_found``;
-    one that is not a regular file fails with what it is."""
+) -> Iterator[Found]:
+    """(absolute path, stat or None) of each file; folders are walked recursively (each walk is
+    appended to ``walks``). A path that does not exist is recorded in ``report.not_found``; one
+    that is not a regular file fails with what it is."""
     for given in paths:
         path = Path(given)
         if path.is_dir():
-            walk = FolderWalk(os.path.abspath(path))
+            walk = FolderWalk(os.path.abspath(path), given)
             if walks is not None:
                 walks.append(walk)
-            yield from walk_folder(path, report, walk)
+            yield from walk_folder(walk.folder, report, walk)
         elif os.path.lexists(path) and not os.path.exists(path):
             report.failed.append((given, "a broken symbolic link"))
         elif path.exists():
             what = not_regular(path)
             if what is None:
-                yield given, path
+                yield os.path.abspath(path), None
             else:
                 report.failed.append((given, f"{what}, not a regular file: only regular files are read"))
         else:

@@ -17,7 +17,6 @@ from __future__ import annotations
 import hashlib
 import itertools
 import os
-import stat as stat_module
 import time
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
@@ -34,16 +33,18 @@ from citeline.errors import (
     ParseError,
     ReadOnlyIndexError,
 )
-from citeline.index.base import Store
+from citeline.index.base import Store, StoredFile
 from citeline.ingest.batches import FILE_ERRORS as FILE_ERRORS  # what a failed file is reported with
 from citeline.ingest.batches import EmbedBatch, failure_reason, fill_vectors, write_prepared
 from citeline.ingest.embed import (
     Progress as Progress,  # (event, amount): "file" per file, "chunks" per chunk embedded
 )
-from citeline.ingest.files import FolderWalk, iter_files, read_regular, source_for, too_big
+from citeline.ingest.files import FolderWalk, Found, Sources, iter_files, read_regular, too_big
+from citeline.ingest.readd import RACY_S as RACY_S  # the racy-file rule (see citeline.ingest.readd)
+from citeline.ingest.readd import KnownFiles, gone_documents, stamp_unchanged
 from citeline.ingest.registry import parser_for
 from citeline.models import DEFAULT_COLLECTION, Chunk, Document, document_id_for
-from citeline.retrieval.filters import Filter, Principal
+from citeline.retrieval.filters import Filter
 from citeline.settings import Settings
 
 #: collections of documents uploaded through the server: never reconciled against a folder
@@ -55,10 +56,7 @@ PIPELINE_VERSION = "5"  # 2: PDF tables; 3: HTML <th> header rows; 4: man pages 
 
 STAGES = ("parse", "chunk", "embed", "write")
 
-#: a file modified less than this long before it was indexed is read and hashed again even when
-#: its size and modification time match (it may have changed again within the clock's granularity)
-RACY_S = 2.0
-#: files whose documents are looked up in one query
+#: files named one by one whose documents are looked up in one query
 LOOKUP_FILES = 256
 
 
@@ -207,7 +205,7 @@ def prepare(job: FileJob, chunker: Chunker, signature: str, settings: Settings) 
     )
 
 
-def _groups(items: Iterable[tuple[str, Path]], n: int) -> Iterator[list[tuple[str, Path]]]:
+def _groups(items: Iterable[Found], n: int) -> Iterator[list[Found]]:
     it = iter(items)
     while group := list(itertools.islice(it, n)):
         yield group
@@ -251,24 +249,26 @@ class Ingestor:
                 f"The index at {self.store.location} is read-only here: nothing can be added. Open it "
                 "where its folder can be written."
             )
-        base = Path(root) if root is not None else Path.cwd()
+        paths = list(paths)
         walks: list[FolderWalk] = []
         access = tuple(sorted(set(acl)))
+        given_tags = dict(tags or {})
         batch = EmbedBatch(self.store, self.embedder, report, progress, self.settings.embed_retries)
+        sources = Sources(root if root is not None else Path.cwd())
+        known = KnownFiles(self.store, collection, whole=any(os.path.isdir(p) for p in paths))
         done: set[str] = set()
-        files = ((source_for(path, base), path) for _given, path in iter_files(paths, report, walks))
         try:
-            for group in _groups(files, LOOKUP_FILES):
-                ids = [document_id_for(collection, s) for s, _ in group]
-                lookup = self.store.get_documents(ids)
-                for (source, path), doc_id in zip(group, ids, strict=True):
-                    known: Mapping[str, Document] | None = lookup
-                    if doc_id in done:  # named twice: compare with what the first one wrote
+            for group in _groups(iter_files(paths, report, walks), LOOKUP_FILES):
+                named = [(sources(path), path, info) for path, info in group]
+                known.look_up(source for source, _, _ in named)
+                for source, path, info in named:
+                    existing = known.get(source)
+                    if source in done:  # named twice: compare with what the first one wrote
                         batch.flush()
-                        known = None
-                    done.add(doc_id)
+                        existing = known.fresh(source)
+                    done.add(source)
                     try:
-                        job = self.job(source, path, collection, dict(tags or {}), access, report, known)
+                        job = self.job(source, path, collection, given_tags, access, report, existing, info)
                         if job is not None:  # "file" fires when the batch writes it
                             batch.add(prepare(job, self.chunker, self.signature, self.settings))
                             continue
@@ -280,52 +280,55 @@ class Ingestor:
                         progress("file", 1)
             batch.flush()
             for walk in walks:
-                self._reconcile(walk, collection, report, keep_missing=keep_missing, prune=prune)
+                self._reconcile(
+                    walk,
+                    collection,
+                    report,
+                    keep_missing=keep_missing,
+                    prune=prune,
+                    known=known,
+                    processed=done,
+                )
         except IndexUnavailableError as exc:
             exc.report = report  # type: ignore[attr-defined]
             raise
         return report
 
     def _reconcile(
-        self, walk: FolderWalk, collection: str, report: IngestReport, *, keep_missing: bool, prune: bool
+        self,
+        walk: FolderWalk,
+        collection: str,
+        report: IngestReport,
+        *,
+        keep_missing: bool,
+        prune: bool,
+        known: KnownFiles | None = None,
+        processed: set[str] | None = None,
     ) -> None:
-        """Remove the documents of ``walk.folder`` whose files are gone (see :meth:`add`)."""
+        """Remove the documents of ``walk.folder`` whose files are gone (see :meth:`add`).
+        ``known``: the collection's documents as read before this run (else read now);
+        ``processed``: the sources added in this run (never gone)."""
         if collection.startswith(UPLOAD_COLLECTION_PREFIX):
             return
-        prefix = walk.folder.rstrip(os.sep) + os.sep
-        docs = [
-            d
-            for d in self.store.documents(
-                Filter(principal=Principal.local_admin(), collections=(collection,))
-            )
-            if isinstance(d.metadata.get("path"), str)
-            and d.metadata["path"].startswith(prefix)
-            and "uploaded_by" not in d.metadata
-        ]
-        if not docs:
+        if known is None or not known.whole:
+            known = KnownFiles(self.store, collection, whole=True)
+        gone, count = gone_documents(walk, known.by_source.values(), processed or ())
+        if not count:
             return
         if walk.folder in walk.unreadable or not walk.seen:
             report.notes.append(
                 f"{walk.folder}: {'could not be listed' if walk.folder in walk.unreadable else 'holds no file'}"
-                f"; none of its {len(docs)} documents was removed"
+                f"; none of its {count} documents was removed"
             )
             return
-        blocked = tuple(u.rstrip(os.sep) + os.sep for u in walk.unreadable)
-        gone = [
-            d
-            for d in docs
-            if d.metadata["path"] not in walk.seen
-            and not d.metadata["path"].startswith(blocked)
-            and not os.path.lexists(d.metadata["path"])
-        ]
         if not gone:
             return
-        if keep_missing or (len(gone) * 2 > len(docs) and not prune):
+        if keep_missing or (len(gone) * 2 > count and not prune):
             report.missing.extend(d.source for d in gone)
             if not keep_missing:
                 report.prune_needed = True
                 report.notes.append(
-                    f"{walk.folder}: the files of {len(gone)} of its {len(docs)} documents are gone; removing "
+                    f"{walk.folder}: the files of {len(gone)} of its {count} documents are gone; removing "
                     "more than half of a folder's documents needs --prune (or --keep-missing to keep them)"
                 )
             return
@@ -359,6 +362,7 @@ class Ingestor:
                 tuple(sorted(set(acl))),
                 report,
                 dict(metadata or {}),
+                self._stored(document_id_for(collection, name)),
             )
             if job is not None:
                 self.write(prepare(job, self.chunker, self.signature, self.settings), report, progress)
@@ -368,6 +372,10 @@ class Ingestor:
             report.failed.append((name, failure_reason(exc)))
         return report
 
+    def _stored(self, document_id: str) -> StoredFile | None:
+        doc = self.store.get_document(document_id)
+        return None if doc is None else StoredFile.of(doc)
+
     def _check_size(self, source: str, size: int) -> None:
         limit = int(self.settings.max_file_mb * 1024 * 1024)
         if size > limit:
@@ -376,56 +384,40 @@ class Ingestor:
     def job(
         self,
         source: str,
-        path: Path,
+        path: str,
         collection: str,
         tags: dict[str, str],
         acl: tuple[str, ...],
         report: IngestReport,
-        lookup: Mapping[str, Document] | None = None,
+        existing: StoredFile | None,
+        info: os.stat_result | None = None,
     ) -> FileJob | None:
-        """Read and hash a regular file; None when it is unchanged (its tags and ACL are brought up
-        to date). ``lookup``: the stored documents by id, when already looked up (one absent from
-        it is not stored); else the store is asked."""
-        doc_id = document_id_for(collection, source)
-        existing = lookup.get(doc_id) if lookup is not None else self.store.get_document(doc_id)
-        absolute = os.path.abspath(path)
+        """Read and hash the regular file at ``path`` (absolute); None when it is unchanged (its
+        tags and ACL are brought up to date). ``existing``: its stored document (None: not stored);
+        ``info``: its stat when already taken (a folder's walk takes it)."""
         limit = int(self.settings.max_file_mb * 1024 * 1024)
-        if existing is not None and self._stat_unchanged(existing, path, absolute, limit):
-            self._unchanged(existing, tags, acl, report, source)
-            return None
+        if existing is not None and self.settings.trust_mtime:
+            if info is None:
+                try:
+                    info = os.stat(path)
+                except OSError:
+                    info = None
+            if info is not None and stamp_unchanged(existing, path, info, self.signature, limit):
+                self._unchanged(existing, tags, acl, report, source)
+                return None
         data, mtime = read_regular(path, source, limit)
-        known = {doc_id: existing} if existing is not None else {}
-        extra: dict[str, object] = {"path": absolute}
-        return self._job_for_data(source, data, absolute, mtime, collection, tags, acl, report, extra, known)
-
-    def _stat_unchanged(self, existing: Document, path: Path, absolute: str, limit: int) -> bool:
-        """True when the file may be taken as unchanged without reading it: the same pipeline, path,
-        size and modification time as its document, and the document was indexed more than RACY_S
-        after that time (a file changed again within the clock's granularity is read)."""
-        if not self.settings.trust_mtime or existing.metadata.get("pipeline") != self.signature:
-            return False
-        if existing.metadata.get("path") != absolute:
-            return False
-        try:
-            info = os.stat(path)
-        except OSError:
-            return False
-        return (
-            stat_module.S_ISREG(info.st_mode)
-            and info.st_size == existing.size
-            and info.st_size <= limit
-            and info.st_mtime == existing.mtime
-            and existing.updated_at - existing.mtime > RACY_S
-        )
+        extra: dict[str, object] = {"path": path}
+        return self._job_for_data(source, data, path, mtime, collection, tags, acl, report, extra, existing)
 
     def _unchanged(
         self,
-        existing: Document,
+        existing: StoredFile,
         tags: dict[str, str],
         acl: tuple[str, ...],
         report: IngestReport,
         source: str,
     ) -> None:
+        """An unchanged document: its tags and ACL are written only when they differ."""
         if existing.tags != tags or existing.acl != acl:
             self.store.update_access(existing.id, tags, acl)
         report.unchanged.append(source)
@@ -441,16 +433,15 @@ class Ingestor:
         acl: tuple[str, ...],
         report: IngestReport,
         extra: dict[str, object],
-        lookup: Mapping[str, Document] | None = None,
+        existing: StoredFile | None,
     ) -> FileJob | None:
         """The job for a file's or an upload's bytes; None when the stored document is the same."""
         content_hash = hashlib.sha256(data).hexdigest()
         doc_id = document_id_for(collection, source)
-        existing = lookup.get(doc_id) if lookup is not None else self.store.get_document(doc_id)
         if (
             existing is not None
             and existing.content_hash == content_hash
-            and existing.metadata.get("pipeline") == self.signature
+            and existing.pipeline == self.signature
         ):
             self._unchanged(existing, tags, acl, report, source)
             return None
@@ -463,7 +454,7 @@ class Ingestor:
             collection,
             len(data),
             mtime,
-            tags,
+            dict(tags),
             acl,
             existing is not None,
             extra,

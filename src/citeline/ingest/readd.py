@@ -1,0 +1,97 @@
+"""Adding files again: what the store holds for them, looked up once, and when a file may be taken
+as unchanged without reading it; reconciling a folder whose files are gone.
+
+A folder added again costs one stat per file and a dictionary lookup: the stored state of every
+document of the collection (``Store.stored_files``: id, source, content hash, size, mtime, when it
+was indexed, pipeline, path, tags, ACL) is read in a few queries up front, whatever the number of
+files, instead of a query per group of files plus a second full read to reconcile the folder.
+Files named one by one are looked up a group at a time (``Store.get_documents``), so adding one
+file to a large collection does not read the whole collection.
+"""
+
+from __future__ import annotations
+
+import os
+import stat as stat_module
+from collections.abc import Collection, Iterable
+
+from citeline.index.base import Store, StoredFile
+from citeline.ingest.files import FolderWalk
+from citeline.models import document_id_for
+
+#: a file modified less than this long before it was indexed is read and hashed again even when
+#: its size and modification time match (it may have changed again within the clock's granularity)
+RACY_S = 2.0
+
+
+class KnownFiles:
+    """The stored state of the files being added to ``collection``, by source. ``whole``: every
+    document of the collection, read at once (a folder is being added: reconciling it reads them
+    all anyway); else those of the sources passed to :meth:`look_up`."""
+
+    def __init__(self, store: Store, collection: str, *, whole: bool) -> None:
+        self.store = store
+        self.collection = collection
+        self.whole = whole
+        self.by_source: dict[str, StoredFile] = (
+            {f.source: f for f in store.stored_files(collection)} if whole else {}
+        )
+
+    def look_up(self, sources: Iterable[str]) -> None:
+        """Fetch the documents of ``sources`` (one query a group; nothing to do when whole)."""
+        if self.whole:
+            return
+        ids = [document_id_for(self.collection, s) for s in sources]
+        self.by_source = {d.source: StoredFile.of(d) for d in self.store.get_documents(ids).values()}
+
+    def get(self, source: str) -> StoredFile | None:
+        return self.by_source.get(source)
+
+    def fresh(self, source: str) -> StoredFile | None:
+        """The document of ``source`` as stored now (after this run wrote it)."""
+        doc = self.store.get_document(document_id_for(self.collection, source))
+        return None if doc is None else StoredFile.of(doc)
+
+
+def stamp_unchanged(
+    stored: StoredFile, absolute: str, info: os.stat_result, signature: str, limit: int
+) -> bool:
+    """True when the file may be taken as unchanged without reading it: the same pipeline, path,
+    size and modification time as its document, and the document was indexed more than RACY_S
+    after that time (a file changed again within the clock's granularity is read)."""
+    return (
+        stored.pipeline == signature
+        and stored.path == absolute
+        and stat_module.S_ISREG(info.st_mode)
+        and info.st_size == stored.size
+        and info.st_size <= limit
+        and info.st_mtime == stored.mtime
+        and stored.updated_at - stored.mtime > RACY_S
+    )
+
+
+def gone_documents(
+    walk: FolderWalk, stored: Iterable[StoredFile], processed: Collection[str] = ()
+) -> tuple[list[StoredFile], int]:
+    """(the documents of ``walk.folder`` whose files are gone, how many documents the folder has).
+
+    A document read from a file under the folder is gone when its file was not seen by the walk,
+    is not under a subfolder that could not be listed, and does not exist. Uploads are never
+    gone, nor a document whose source was added in this run (``processed``: its file was just
+    seen, even if the document still names another path)."""
+    prefix = walk.folder.rstrip(os.sep) + os.sep
+    docs = [
+        (f.path, f) for f in stored if f.path is not None and f.path.startswith(prefix) and not f.uploaded
+    ]
+    if not docs:
+        return [], 0
+    blocked = tuple(u.rstrip(os.sep) + os.sep for u in walk.unreadable)
+    gone = [
+        f
+        for path, f in docs
+        if path not in walk.seen
+        and f.source not in processed
+        and not path.startswith(blocked)
+        and not os.path.lexists(path)
+    ]
+    return gone, len(docs)
