@@ -104,6 +104,25 @@ class StoredFile:
     acl: tuple[str, ...] = ()
 
     @classmethod
+    def from_row(cls, row: Sequence[Any], tags: Mapping[str, str], acl: Sequence[str]) -> StoredFile:
+        """From a store's row: id, source, content_hash, size, mtime, updated_at, metadata's
+        path, its pipeline (each kept only when a string) and whether it names an uploader."""
+        path, pipeline = row[6], row[7]
+        return cls(
+            row[0],
+            row[1],
+            row[2],
+            row[3],
+            row[4],
+            row[5],
+            path if isinstance(path, str) else None,
+            pipeline if isinstance(pipeline, str) else None,
+            bool(row[8]),
+            tags,
+            tuple(acl),
+        )
+
+    @classmethod
     def of(cls, doc: Document) -> StoredFile:
         path, pipeline = doc.metadata.get("path"), doc.metadata.get("pipeline")
         return cls(

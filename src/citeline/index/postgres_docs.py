@@ -93,22 +93,7 @@ class PostgresDocuments(PostgresSearch):
                 "FROM documents d WHERE d.collection = %s",
                 (collection,),
             ).fetchall()
-        return [
-            StoredFile(
-                r[0],
-                r[1],
-                r[2],
-                r[3],
-                r[4],
-                r[5],
-                path=r[6],
-                pipeline=r[7],
-                uploaded=bool(r[8]),
-                tags=_json_dict(r[9]),
-                acl=tuple(r[10] or ()),
-            )
-            for r in rows
-        ]
+        return [StoredFile.from_row(r[:9], _json_dict(r[9]), r[10] or ()) for r in rows]
 
     def find_document(self, source: str, collection: str | None = None) -> Document | None:
         scope, extra = ("AND collection = %s", [collection]) if collection is not None else ("", [])

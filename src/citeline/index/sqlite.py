@@ -299,22 +299,7 @@ class SqliteStore(SqliteWrites):
                 "FROM documents WHERE collection = ?",
                 (collection,),
             ).fetchall()
-        return [
-            StoredFile(
-                r[0],
-                r[1],
-                r[2],
-                r[3],
-                r[4],
-                r[5],
-                r[6] if isinstance(r[6], str) else None,
-                r[7] if isinstance(r[7], str) else None,
-                bool(r[8]),
-                tags.get(r[0], {}),
-                tuple(acl.get(r[0], ())),
-            )
-            for r in rows
-        ]
+        return [StoredFile.from_row(r, tags.get(r[0], {}), acl.get(r[0], ())) for r in rows]
 
     def find_document(self, source: str, collection: str | None = None) -> Document | None:
         if collection is not None:
