@@ -41,7 +41,7 @@ from citeline.ingest.embed import (
 )
 from citeline.ingest.files import FolderWalk, Found, Sources, iter_files, read_regular, too_big
 from citeline.ingest.readd import RACY_S as RACY_S  # the racy-file rule (see citeline.ingest.readd)
-from citeline.ingest.readd import KnownFiles, gone_documents, stamp_unchanged
+from citeline.ingest.readd import KnownFiles, gone_documents, stamp_unchanged, stored_file
 from citeline.ingest.registry import parser_for
 from citeline.models import DEFAULT_COLLECTION, Chunk, Document, document_id_for
 from citeline.retrieval.filters import Filter
@@ -362,7 +362,7 @@ class Ingestor:
                 tuple(sorted(set(acl))),
                 report,
                 dict(metadata or {}),
-                self._stored(document_id_for(collection, name)),
+                stored_file(self.store, document_id_for(collection, name)),
             )
             if job is not None:
                 self.write(prepare(job, self.chunker, self.signature, self.settings), report, progress)
@@ -371,10 +371,6 @@ class Ingestor:
         except (CitelineError, ValueError, MemoryError, RecursionError) as exc:  # not OSError: no file
             report.failed.append((name, failure_reason(exc)))
         return report
-
-    def _stored(self, document_id: str) -> StoredFile | None:
-        doc = self.store.get_document(document_id)
-        return None if doc is None else StoredFile.of(doc)
 
     def _check_size(self, source: str, size: int) -> None:
         limit = int(self.settings.max_file_mb * 1024 * 1024)

@@ -49,8 +49,13 @@ class KnownFiles:
 
     def fresh(self, source: str) -> StoredFile | None:
         """The document of ``source`` as stored now (after this run wrote it)."""
-        doc = self.store.get_document(document_id_for(self.collection, source))
-        return None if doc is None else StoredFile.of(doc)
+        return stored_file(self.store, document_id_for(self.collection, source))
+
+
+def stored_file(store: Store, document_id: str) -> StoredFile | None:
+    """One document's stored state, read now."""
+    doc = store.get_document(document_id)
+    return None if doc is None else StoredFile.of(doc)
 
 
 def stamp_unchanged(
