@@ -33,8 +33,13 @@ class Scored:
     passage: int
     unit: Unit
     score: float
-    #: the sentences a window is made of (empty: the unit itself)
+    #: what the answer quotes for it, in order: a window's sentences, led by its definition's term
+    #: (empty: the unit itself)
     parts: tuple[Unit, ...] = ()
+
+    def quotes(self) -> list[tuple[int, tuple[int, int], Unit]]:
+        """(passage, span, unit) of each unit quoted for it: a term leading two picks is one quote."""
+        return [(self.passage, (u.start, u.end), u) for u in self.parts or (self.unit,)]
 
 
 class ExtractiveGenerator:
@@ -90,11 +95,11 @@ class ExtractiveGenerator:
     def select(self, scored: list[Scored]) -> list[Scored]:
         chosen: list[Scored] = []
         seen: list[set[str]] = []
-        quoted: set[tuple[int, int, int]] = set()  # a term leading two picks is quoted once
+        quoted: set[tuple[int, tuple[int, int]]] = set()  # a term leading two picks is quoted once
         for s in scored:
             if chosen and s.score < self.keep_ratio * chosen[0].score:
                 break
-            parts = {(s.passage, u.start, u.end) for u in s.parts or (s.unit,)}
+            parts = {(n, span) for n, span, _ in s.quotes()}
             if len(quoted | parts) > self.max_sentences:
                 continue
             words = set(s.unit.text.lower().split())
@@ -120,11 +125,11 @@ class ExtractiveGenerator:
         up to ``max_sentences`` sentences."""
         chosen: list[Scored] = []
         taken: list[tuple[int, int]] = []
-        quoted: set[tuple[int, int, int]] = set()  # a term leading two picks is quoted once
+        quoted: set[tuple[int, tuple[int, int]]] = set()  # a term leading two picks is quoted once
         for s in scored:
             if chosen and s.score < self.keep_ratio * chosen[0].score:
                 break
-            parts = {(s.passage, u.start, u.end) for u in s.parts or (s.unit,)}
+            parts = {(n, span) for n, span, _ in s.quotes()}
             if len(quoted | parts) > self.max_sentences:
                 continue
             if any(s.unit.start < b and a < s.unit.end for a, b in taken):
@@ -144,13 +149,13 @@ class ExtractiveGenerator:
         if confidence < (0.0 if spans else self.min_score):  # the reader's floor is the refusal guard's
             return Draft(sentences=(), refused=True, confidence=confidence)
         chosen = self.select_spans(scored) if spans else self.select(scored)
-        quoted: set[tuple[int, int, int]] = set()  # a definition's term leads each of its picks
+        quoted: set[tuple[int, tuple[int, int]]] = set()  # a definition's term leads each of its picks
         sentences = []
         for s in chosen:
-            for part in s.parts or (s.unit,):
-                if (s.passage, part.start, part.end) not in quoted:
-                    quoted.add((s.passage, part.start, part.end))
-                    sentences.append(DraftSentence(escape_markers(part.text), (s.passage,)))
+            for n, span, part in s.quotes():
+                if (n, span) not in quoted:
+                    quoted.add((n, span))
+                    sentences.append(DraftSentence(escape_markers(part.text), (n,)))
         raw = " ".join(f"{s.text} [{s.citations[0]}]" for s in sentences)
         return Draft(sentences=tuple(sentences), refused=not sentences, raw=raw, confidence=confidence)
 
