@@ -404,7 +404,6 @@ class SqliteStore(SqliteWrites):
 
     def chunks(self, chunk_ids: Sequence[str]) -> dict[str, tuple[Chunk, Document]]:
         out: dict[str, tuple[Chunk, Document]] = {}
-        docs: dict[str, Document] = {}
         ids = list(dict.fromkeys(chunk_ids))
         for lo in range(0, len(ids), 500):
             part = ids[lo : lo + 500]
@@ -415,12 +414,11 @@ class SqliteStore(SqliteWrites):
                 f"WHERE c.id IN ({','.join('?' * len(part))})",
                 part,
             ).fetchall()
+            # the hits' documents in a few queries, not three per document
+            docs = self.get_documents([r[1] for r in rows])
             for r in rows:
                 if r[1] not in docs:
-                    doc = self.get_document(r[1])
-                    if doc is None:
-                        continue
-                    docs[r[1]] = doc
+                    continue
                 chunk = Chunk(
                     id=r[0],
                     document_id=r[1],
