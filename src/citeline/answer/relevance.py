@@ -13,11 +13,13 @@ from dataclasses import dataclass
 
 from citeline.models import Hit
 from citeline.retrieval.bm25 import is_identifier
-from citeline.retrieval.query import Query
+from citeline.retrieval.query import Query, years_in
 
 _WORD = re.compile(r"\w+(?:[-_./:]\w+)*")
 # "3.x", "2.4.*", "v5.x": a release series; any release of it in the text mentions it.
 _SERIES = re.compile(r"(v?\d+(?:\.\d+)*)\.[x*]", re.IGNORECASE)
+# A versioned name ("mysql 5.7", "chronicles 2", "election 2017"; retrieval/query.py: versioned_names)
+_VERSIONED = re.compile(r"([a-z][\w-]*) (v?\d+(?:\.\d+)*)")
 
 DENSE_WEIGHT = 0.6
 COVERAGE_WEIGHT = 0.4
@@ -64,10 +66,23 @@ def term_present(term: str, words: set[str], text: str) -> bool:
     series = _SERIES.fullmatch(term)
     if series:
         return re.search(rf"(?<![\w.]){re.escape(series.group(1))}\.\d", text) is not None
+    versioned = _VERSIONED.fullmatch(term)
+    if versioned:
+        return versioned_name_present(versioned.group(1), versioned.group(2), words, text)
     if is_identifier(term):
         return term in text
     stem = _stem(term)
     return term in words or any(w.startswith(stem) for w in words)
+
+
+def versioned_name_present(name: str, number: str, words: set[str], text: str) -> bool:
+    """A name with its number, however the text writes the pair: "mysql 5.7" in "MySQL(TM) 5.7",
+    "No.1" for "no 1", "Postfix version 3" for "postfix 3". A year is an edition, and prose puts
+    it anywhere ("the 2021 US Open" for "open 2021"): the name and the year in the same text."""
+    if years_in(number) == {number}:
+        return number in words and term_present(name, words, text)
+    pattern = rf"(?<![\w-]){re.escape(name)}[^\w\s]*\s*(?:(?:version|release)\s+)?{re.escape(number)}(?!\d)"
+    return re.search(pattern, text) is not None
 
 
 def evidence_words(text: str) -> set[str]:
