@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 from importlib.metadata import version
+from pathlib import Path
 from typing import Any
 
 from haystack import Document, Pipeline, component
@@ -63,8 +64,8 @@ class OnnxTextEmbedder:
 
 
 class HaystackPeer:
-    def __init__(self, embedder: Any) -> None:
-        self.store = InMemoryDocumentStore()
+    def __init__(self, embedder: Any, store: InMemoryDocumentStore | None = None) -> None:
+        self.store = store if store is not None else InMemoryDocumentStore()
         self.checker = CacheChecker(document_store=self.store, cache_field="file_hash")
         self.indexing = Pipeline()
         self.indexing.add_component("embedder", OnnxDocumentEmbedder(embedder))
@@ -113,6 +114,23 @@ class HaystackPeer:
     def search(self, query: str) -> list[str]:
         out = self.query.run({"text_embedder": {"text": query}, "bm25_retriever": {"query": query}})
         return [d.id for d in out["document_joiner"]["documents"]]
+
+
+def save(peer: HaystackPeer, folder: str) -> None:
+    """The in-memory store's documented way to keep its documents: ``save_to_disk`` (JSON)."""
+    Path(folder).mkdir(parents=True, exist_ok=True)
+    peer.store.save_to_disk(str(Path(folder) / "store.json"))
+
+
+def update_saved(embedder: Any, folder: str, docs: list[SourceDoc]) -> dict[str, int]:
+    """A new run of a user's re-index script: ``load_from_disk``, the same indexing as
+    :meth:`HaystackPeer.ingest`, ``save_to_disk`` again when something changed."""
+    store = InMemoryDocumentStore.load_from_disk(str(Path(folder) / "store.json"))
+    loaded = HaystackPeer(embedder, store)
+    stats = loaded.ingest(docs)
+    if stats["files_skipped"] < len(docs):
+        save(loaded, folder)
+    return stats
 
 
 def load_prebuilt(peer: HaystackPeer, items: list[tuple[str, str, list[float]]]) -> None:

@@ -25,7 +25,7 @@ from importlib.metadata import version
 from typing import Any
 
 import Stemmer
-from llama_index.core import Document, VectorStoreIndex
+from llama_index.core import Document, StorageContext, VectorStoreIndex, load_index_from_storage
 from llama_index.core.base.embeddings.base import BaseEmbedding
 from llama_index.core.llms import MockLLM
 from llama_index.core.retrievers import QueryFusionRetriever
@@ -157,6 +157,31 @@ class LlamaIndexPeer:
     def search(self, query: str) -> list[str]:
         assert self.retriever is not None
         return [n.node.node_id for n in self.retriever.retrieve(query)]
+
+
+def save(peer: LlamaIndexPeer, folder: str) -> None:
+    """The documented way to keep an index: its storage context persisted to a folder (docstore,
+    index store and the in-memory vector store, as JSON)."""
+    assert peer.index is not None
+    peer.index.storage_context.persist(persist_dir=folder)
+
+
+def update_saved(embedder: Any, folder: str, docs: list[SourceDoc]) -> dict[str, int]:
+    """A new run of a user's re-index script: load the persisted index, ``refresh_ref_docs``,
+    persist again when something changed. BM25 is not rebuilt here (a query process builds it from
+    the docstore when it loads the index), which spares this peer that cost."""
+    peer = LlamaIndexPeer(embedder)
+    peer.chunker.set_docs(docs)
+    peer.index = load_index_from_storage(
+        StorageContext.from_defaults(persist_dir=folder),
+        embed_model=peer.embed_model,
+        transformations=[peer.chunker],
+    )
+    refreshed = peer.index.refresh_ref_docs(to_documents(docs))
+    changed = [d for d, r in zip(docs, refreshed, strict=True) if r]
+    if changed:
+        save(peer, folder)
+    return {"chunks_embedded": sum(len(d.chunks) for d in changed), "files_skipped": len(docs) - len(changed)}
 
 
 def load_prebuilt(peer: LlamaIndexPeer, items: list[tuple[str, str, list[float]]]) -> None:

@@ -18,6 +18,7 @@ Measured for each tool:
   chunking not: the peers get the chunks ready-made).
 - re-add: the same again, nothing changed (citeline: content hashes; peers: see their configs).
 - one-file edit: one file gets a sentence appended, then the whole corpus is added again.
+- re-add and one-file edit again, each in a new process from start to exit (updates.py).
 - query latency p50/p95 over the test queries (after 3 warm-up queries), hybrid BM25 + dense
   fused by RRF, TOP_K candidates per stage, the query's embedding included for every tool.
 - peak RSS of the tool's process; SciFact nDCG@10 on the slice, chunks collapsed to documents by
@@ -44,6 +45,7 @@ ROOT = HERE.parents[1]
 sys.path.insert(0, str(HERE))
 
 from shared import EDITED_FILE, TOP_K, Clock, edit_file, query_loop, text_hash, time_embeddings  # noqa: E402
+from tables import markdown, scale_markdown  # noqa: E402
 
 PEERS = ("llamaindex", "haystack")
 WARMUP = 3
@@ -183,11 +185,29 @@ def percentile(values: list[float], p: float) -> float:
     return pct(values, p)
 
 
+def documents_run(data: dict[str, Any]) -> dict[str, list[str]]:
+    """A tool's ranked chunks collapsed to documents, each at its best chunk's rank."""
+    return {qid: list(dict.fromkeys(k.rsplit("#", 1)[0] for k in keys)) for qid, keys in data["runs"].items()}
+
+
 def score(data: dict[str, Any], qrels: dict[str, dict[str, int]]) -> dict[str, float]:
     from citeline.eval.metrics import evaluate
 
-    run = {qid: list(dict.fromkeys(k.rsplit("#", 1)[0] for k in keys)) for qid, keys in data["runs"].items()}
-    return evaluate(run, qrels, ("ndcg@10", "recall@10"))
+    return evaluate(documents_run(data), qrels, ("ndcg@10", "recall@10"))
+
+
+def ndcg_against_citeline(
+    results: dict[str, dict[str, Any]], qrels: dict[str, dict[str, int]]
+) -> dict[str, Any]:
+    """Each peer's per-query nDCG@10 minus citeline's: mean, 95% interval, paired test p-value."""
+    from citeline.eval.metrics import paired_difference, per_query
+
+    ours = per_query(documents_run(results["citeline"]), qrels, "ndcg@10")
+    return {
+        tool: paired_difference(ours, per_query(documents_run(d), qrels, "ndcg@10"))
+        for tool, d in results.items()
+        if tool != "citeline"
+    }
 
 
 RATIO_KEYS = (
@@ -240,71 +260,9 @@ def summarise(results: dict[str, dict[str, Any]], qrels: dict[str, dict[str, int
     if base:
         for r in rows.values():
             r["ratio_to_citeline"] = {k: (r[k] / base[k] if base[k] else None) for k in RATIO_KEYS}
+        for tool, diff in ndcg_against_citeline(results, qrels).items():
+            rows[tool]["ndcg@10_difference"] = diff
     return rows
-
-
-def markdown(meta: dict[str, Any], rows: dict[str, Any]) -> str:
-    def f(v: float | None, nd: int = 2) -> str:
-        return "n/a" if v is None else f"{v:,.{nd}f}"
-
-    def cell(tool: str, r: dict[str, Any], key: str, nd: int = 2) -> str:
-        ratio = r.get("ratio_to_citeline", {})
-        if tool == "citeline" or ratio.get(key) is None:
-            return f(r[key], nd)
-        return f"{f(r[key], nd)} ({ratio[key]:.2f}x)"
-
-    def table(kind: str, suffix: str) -> list[str]:
-        out = [
-            f"| tool | cold ingest s | re-add s | one-file edit s | query p50 / p95 ms{kind} | peak RSS MB | nDCG@10 |",
-            "|---|---|---|---|---|---|---|",
-        ]
-        for tool, r in rows.items():
-            vers = ", ".join(f"{k} {v}" for k, v in r["versions"].items())
-            out.append(
-                f"| {tool} ({vers}) | {cell(tool, r, f'cold_ingest{suffix}_s', 1)} | "
-                f"{cell(tool, r, f'readd{suffix}_s', 3)} | {cell(tool, r, f'edit{suffix}_s', 3)} | "
-                f"{cell(tool, r, f'query{suffix}_p50_ms', 1)} / {cell(tool, r, f'query{suffix}_p95_ms', 1)} | "
-                f"{cell(tool, r, 'peak_rss_mb', 0)} | {cell(tool, r, 'ndcg@10', 3)} |"
-            )
-        return out
-
-    lines = [
-        "# citeline beside LlamaIndex and Haystack (benchmarks/peers/run.py)",
-        "",
-        f"{meta['documents']:,} SciFact documents ({rows.get('citeline', {}).get('chunks', '?')} citeline chunks, "
-        f"the same chunks for every tool), {meta['queries']} test queries, embedder minilm-int8 (ONNX) for all, "
-        f"hybrid BM25 + dense, RRF, top {TOP_K} per stage. {meta['machine']}; load average "
-        f"{meta['loadavg_before'][0]:.1f} before the run, {meta['loadavg_after'][0]:.1f} after (other jobs "
-        "share the machine). Ratios are tool / citeline, measured in this run back to back (below 1 the "
-        "tool is faster or smaller than citeline; for nDCG above 1 it is better).",
-        "",
-        "Wall-clock (query latency includes embedding the query, for every tool):",
-        "",
-        *table("", ""),
-        "",
-        "CPU seconds of the tool's process, all threads (less sensitive to the other jobs' load):",
-        "",
-        *table(" (CPU)", "_cpu"),
-        "",
-        "Query latency without the query's embedding (wall ms, p50 / p95): "
-        + "; ".join(
-            f"{t} {f(r['query_noembed_p50_ms'], 1)} / {f(r['query_noembed_p95_ms'], 1)}"
-            for t, r in rows.items()
-        ),
-        "",
-        "Chunks embedded (cold / re-add / edit): "
-        + "; ".join(
-            f"{t} {r['cold_ingest_chunks_embedded']} / {r['readd_chunks_embedded']} / {r['edit_chunks_embedded']}"
-            for t, r in rows.items()
-        ),
-        "",
-        "Seconds spent in the embedder during cold ingest (wall): "
-        + "; ".join(f"{t} {f(r['cold_ingest_embed_s'], 1)}" for t, r in rows.items()),
-        "",
-        f"Command: `{meta['command']}`",
-        "",
-    ]
-    return "\n".join(lines)
 
 
 def citeline_scale_worker(work: Path, n_queries: int) -> None:
@@ -376,43 +334,6 @@ def summarise_scale(results: dict[str, dict[str, Any]]) -> dict[str, Any]:
     return rows
 
 
-def scale_markdown(scale: dict[str, Any]) -> str:
-    rows = scale["tools"]
-    n = next(iter(rows.values()))["chunks"]
-    lines = [
-        f"## Query latency at {n:,} chunks (`--scale-chunks`)",
-        "",
-        "Real text (SciFact, then PubMedQA, 3-sentence windows), synthetic vectors (the "
-        f"{scale['meta']['real_vectors_cycled']:,} real MiniLM vectors of citeline's index in --work cycled, "
-        "plus Gaussian noise sigma "
-        f"{scale['meta']['noise_sigma']}, renormalised), loaded pre-embedded (load times are not compared); "
-        f"the first {next(iter(rows.values()))['queries']} SciFact test queries, hybrid as above, query "
-        "embedding included in the first two columns and taken out in the last. Ratios tool / citeline.",
-        "",
-        "| tool | chunks | query p50 / p95 ms | query CPU p50 ms | without query embedding p50 / p95 ms | peak RSS MB | load average |",
-        "|---|---|---|---|---|---|---|",
-    ]
-    for tool, r in rows.items():
-        ratio = r.get("ratio_to_citeline", {})
-
-        def c(key: str, r: dict[str, Any] = r, ratio: dict[str, Any] = ratio, tool: str = tool) -> str:
-            v = f"{r[key]:,.1f}"
-            return v if tool == "citeline" or ratio.get(key) is None else f"{v} ({ratio[key]:.2f}x)"
-
-        lines.append(
-            f"| {tool} | {r['chunks']:,} | {c('query_p50_ms')} / {c('query_p95_ms')} | {c('query_cpu_p50_ms')} | "
-            f"{c('query_noembed_p50_ms')} / {c('query_noembed_p95_ms')} | {r['peak_rss_mb']:,.0f} | "
-            f"{r['loadavg_start'][0]:.1f} |"
-        )
-    lines += ["", f"Command: `{scale['meta']['command']}`"]
-    if scale["meta"].get("reused"):
-        lines.append(
-            f"(the figures of {', '.join(scale['meta']['reused'])} are those their workers wrote earlier into the "
-            "same --work folder, on the same chunks and queries)"
-        )
-    return "\n".join([*lines, ""])
-
-
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--dataset", default=str(ROOT.parent / "shared" / "datasets" / "scifact"))
@@ -466,6 +387,9 @@ def main() -> None:
     )
     args.out.with_suffix(".md").write_text(markdown(meta, rows), encoding="utf-8")
     print(markdown(meta, rows))
+    import updates  # re-add and edit again, each in a new process as a user runs them
+
+    updates.add_to_report(args.work, args.out, args.peers_python, meta["command"])
     if args.scale_chunks:
         run_scale(args, tools, {"meta": meta, "tools": rows, "raw": raw})
 

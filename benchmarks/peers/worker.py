@@ -1,6 +1,6 @@
 """One peer, in its own process (run in benchmarks/peers/.venv by run.py): ingest, re-add, edit, query.
 
-    python benchmarks/peers/worker.py --tool llamaindex|haystack --work DIR
+    python benchmarks/peers/worker.py --tool llamaindex|haystack --work DIR [--update]
 
 Reads DIR/chunks.jsonl (citeline's chunks of every corpus file), DIR/edited.jsonl (the edited
 file's chunks) and DIR/queries.json, writes DIR/<tool>.json. Timings are wall-clock seconds;
@@ -71,8 +71,14 @@ def main() -> None:
     ap.add_argument("--tool", required=True)
     ap.add_argument("--work", required=True, type=Path)
     ap.add_argument("--scale-queries", type=int, default=0, help="query latency at scale (scale.py)")
+    ap.add_argument(
+        "--update", action="store_true", help="one new-process re-add of the saved index (updates.py)"
+    )
     args = ap.parse_args()
     work: Path = args.work
+    if args.update:
+        update_main(args.tool, work)
+        return
     if args.scale_queries:
         scale_main(args.tool, work, args.scale_queries)
         return
@@ -115,7 +121,34 @@ def main() -> None:
     out["peak_rss_mb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     out["loadavg_start"] = load
     out["loadavg_end"] = os.getloadavg()
+    try:  # kept on disk for the new-process re-add and edit (updates.py); not part of any figure above
+        clock = Clock()
+        __import__(f"{args.tool}_pipeline").save(peer, str(saved_folder(work, args.tool)))
+        out["save_s"] = clock.lap()[0]
+    except Exception as exc:  # the figures above are kept; the new-process runs will say the state is missing
+        out["save_error"] = repr(exc)
     (work / f"{args.tool}.json").write_text(json.dumps(out), encoding="utf-8")
+
+
+def saved_folder(work: Path, tool: str) -> Path:
+    return work / f"{tool}-saved"
+
+
+def update_main(tool: str, work: Path) -> None:
+    """One new-process re-add (updates.py): the saved index loaded, the corpus added again, saved
+    back when something changed. Reading citeline's chunk table (it stands in for the peer's own
+    chunking) is timed apart, as ``harness_s``, for the caller to take out."""
+    clock = Clock()
+    table = chunk_table(read_jsonl(work / "chunks.jsonl") + read_jsonl(work / "edited.jsonl"))
+    harness_s, harness_cpu_s = clock.lap()
+    from shared import citeline_embedder
+
+    module = __import__(f"{tool}_pipeline")
+    stats = module.update_saved(
+        citeline_embedder(), str(saved_folder(work, tool)), read_corpus(work / "corpus", table)
+    )
+    out = {**stats, "harness_s": harness_s, "harness_cpu_s": harness_cpu_s}
+    (work / f"{tool}-update.json").write_text(json.dumps(out), encoding="utf-8")
 
 
 if __name__ == "__main__":

@@ -20,6 +20,7 @@ from citeline.eval.metrics import (
     mrr_at_k,
     ndcg_at_k,
     normalize_answer,
+    paired_difference,
     parse_metric,
     per_query,
     percentile,
@@ -342,3 +343,29 @@ def test_precision_recall_f1() -> None:
     assert precision_recall_f1(0, 2, 3) == (0.0, 0.0, 0.0)
     with pytest.raises(ValueError):
         precision_recall_f1(-1, 0, 0)
+
+
+def test_paired_difference_agrees_with_scipy_and_tells_a_real_gap_from_noise() -> None:
+    """The sign-flip p-value matches scipy's paired permutation test; a constant gain is certain,
+    noise around zero is not, and the bootstrap interval holds the mean."""
+    import random
+
+    from scipy import stats
+
+    rng = random.Random(3)
+    ours = {f"q{i}": rng.random() for i in range(60)}
+    noisy = {q: v + rng.gauss(0.0, 0.2) for q, v in ours.items()}
+    better = {q: v + 0.1 for q, v in ours.items()}
+    got = paired_difference(ours, noisy, samples=20_000)
+    diffs = [noisy[q] - ours[q] for q in sorted(ours)]
+    ref = stats.permutation_test(
+        (diffs,), lambda d: sum(d) / len(d), permutation_type="samples", n_resamples=20_000, random_state=1
+    )
+    assert got["p_value"] == pytest.approx(ref.pvalue, abs=0.02)
+    assert got["ci95_low"] <= got["mean_difference"] <= got["ci95_high"]
+    sure = paired_difference(ours, better, samples=2_000)
+    assert sure["mean_difference"] == pytest.approx(0.1)
+    assert sure["p_value"] < 0.001 and sure["ci95_low"] == pytest.approx(0.1)
+    assert paired_difference(ours, {"q0": 1.0, "other": 0.0})["queries"] == 1
+    with pytest.raises(ValueError):
+        paired_difference(ours, {"other": 0.0})
