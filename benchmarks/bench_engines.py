@@ -182,7 +182,8 @@ def main() -> None:
     qvecs = make_embedder("minilm-int8").embed(texts).astype(np.float32)
     settings = Settings()
     result: dict[str, Any] = {
-        "machine": f"{os.cpu_count()} CPUs, shared with other jobs",
+        "machine": f"{os.cpu_count()} CPUs",
+        "loadavg_before": os.getloadavg(),
         "chunks": len(chunks),
         "real_vectors": min(args.real, len(chunks)),
         "synthetic_vectors": "chunks beyond the real ones: a real vector + N(0, 0.05^2) per dimension, renormalised",
@@ -236,6 +237,7 @@ def main() -> None:
         print(json.dumps(result["nprobe"]), flush=True)
         base.close()
         store.close()
+    result["loadavg_after"] = os.getloadavg()
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.with_suffix(".json").write_text(json.dumps(result, indent=2) + "\n", encoding="utf-8")
     table = markdown(result)
@@ -247,15 +249,22 @@ def _cell(x: dict[str, float]) -> str:
     return f"{x['cpu_p50_ms']} / {x['cpu_p95_ms']} ({x['p50_ms']} / {x['p95_ms']})"
 
 
+def _load(result: dict[str, Any]) -> str:
+    """The 1-minute load average before and after the run (older results did not record it)."""
+    if "loadavg_before" not in result:
+        return "not recorded (a machine shared with other jobs)"
+    return f"{result['loadavg_before'][0]:.1f} before, {result.get('loadavg_after', [float('nan')])[0]:.1f} after"
+
+
 def markdown(result: dict[str, Any]) -> str:
     lines = [
-        f"Machine: {result['machine']}. Corpus: {result['chunks']:,} chunks of real text "
+        f"Machine: {result['machine']}, load average {_load(result)}. Corpus: {result['chunks']:,} chunks of real text "
         f"({result['real_vectors']:,} real MiniLM vectors, the rest synthetic: a real vector plus Gaussian "
         "noise, renormalised). Written through the Store API in "
         f"{result['write_s']} s ({result['write_chunks_per_s']:,} chunks/s, engines maintained while "
         f"writing); first search {result['catch_up_s']} s; engine files {result['engine_bytes'] / 1e6:.0f} MB. "
         f"{result['queries']} SciFact claims ({result['baseline_queries']} for FTS5 + exact), top-30, query "
-        f"embedding excluded. Cells: CPU p50 / p95 ms (wall p50 / p95 ms on the shared machine); "
+        f"embedding excluded. Cells: CPU p50 / p95 ms (wall p50 / p95 ms); "
         f"settings {result['settings']}.",
         "",
         "| filter lets through | engines keyword | engines dense | engines hybrid | first query wall ms | FTS5 keyword | exact dense | FTS5+exact hybrid | dense recall@10 | keyword agreement@10 |",
