@@ -152,7 +152,7 @@ def test_batches_are_bounded_and_stage_seconds_add_up(
     hkb: KnowledgeBase, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     docs = tmp_path / "docs"
-    _docs(docs, 150)
+    _docs(docs, 2 * batches.BATCH_FILES + 22)
     sizes: list[int] = []
     real = batches.fill_vectors
 
@@ -166,6 +166,7 @@ def test_batches_are_bounded_and_stage_seconds_add_up(
     t0 = time.perf_counter()
     report = hkb.add([docs], root=docs, progress=lambda e, n: events.__setitem__(e, events[e] + n))
     wall = time.perf_counter() - t0
-    assert len(report.added) == 150 and events == {"file": 150, "chunks": report.chunks_embedded}
-    assert sizes == [64, 64, 22]  # at most BATCH_FILES files a batch
+    n = 2 * batches.BATCH_FILES + 22
+    assert len(report.added) == n and events == {"file": n, "chunks": report.chunks_embedded}
+    assert sizes == [batches.BATCH_FILES, batches.BATCH_FILES, 22]  # at most BATCH_FILES files a batch
     assert all(v > 0 for v in report.seconds.values()) and sum(report.seconds.values()) <= wall

@@ -31,9 +31,11 @@ from citeline.models import Chunk
 if TYPE_CHECKING:
     from citeline.ingest.pipeline import IngestReport, Prepared
 
-#: a batch is embedded and written when it holds this many chunks, files or bytes (original + text)
-BATCH_CHUNKS = 256
-BATCH_FILES = 64
+#: a batch is embedded and written when it holds this many chunks, files or bytes (original + text).
+#: Its texts are sorted by length together: the whole SciFact corpus (13,463 chunks) pads 3.8% of its
+#: tokens in batches of 256 chunks / 64 files, 1.2% in 1,024 / 256 (0.1% sorted all at once).
+BATCH_CHUNKS = 1024
+BATCH_FILES = 256
 BATCH_BYTES = 8 * 1024 * 1024
 
 #: what a failed file is reported with instead of stopping the batch (as citeline.ingest.pipeline)
