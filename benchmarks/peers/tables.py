@@ -38,8 +38,8 @@ def markdown(meta: dict[str, Any], rows: dict[str, Any]) -> str:
         f"{meta['documents']:,} SciFact documents ({rows.get('citeline', {}).get('chunks', '?')} citeline chunks, "
         f"the same chunks for every tool), {meta['queries']} test queries, embedder minilm-int8 (ONNX) for all, "
         f"hybrid BM25 + dense, RRF, top {TOP_K} per stage. {meta['machine']}; load average "
-        f"{meta['loadavg_before'][0]:.1f} before the run, {meta['loadavg_after'][0]:.1f} after (other jobs "
-        "share the machine). Ratios are tool / citeline, measured in this run back to back (below 1 the "
+        f"{meta['loadavg_before'][0]:.1f} before the run, {meta['loadavg_after'][0]:.1f} after "
+        "(a tool at work keeps it near 1-2 on 2 cores; more means other jobs). Ratios are tool / citeline, measured in this run back to back (below 1 the "
         "tool is faster or smaller than citeline; for nDCG above 1 it is better).",
         "",
         "Wall-clock (query latency includes embedding the query, for every tool):",
@@ -65,14 +65,7 @@ def markdown(meta: dict[str, Any], rows: dict[str, Any]) -> str:
         "Seconds spent in the embedder during cold ingest (wall): "
         + "; ".join(f"{t} {f(r['cold_ingest_embed_s'], 1)}" for t, r in rows.items()),
         "",
-        "nDCG@10, tool minus citeline over the same queries (mean, 95% bootstrap interval, p-value of a "
-        "paired randomization test; p above 0.05: no difference these queries can show): "
-        + "; ".join(
-            f"{t} {d['mean_difference']:+.3f} [{d['ci95_low']:+.3f}, {d['ci95_high']:+.3f}], p = {d['p_value']:.2f}"
-            for t, r in rows.items()
-            if (d := r.get("ndcg@10_difference"))
-        ),
-        "",
+        *ndcg_differences(rows),
         f"Command: `{meta['command']}`",
         "",
     ]
@@ -114,3 +107,19 @@ def scale_markdown(scale: dict[str, Any]) -> str:
             "same --work folder, on the same chunks and queries)"
         )
     return "\n".join([*lines, ""])
+
+
+def ndcg_differences(rows: dict[str, Any]) -> list[str]:
+    """The line on each peer's nDCG@10 minus citeline's (none when only citeline ran)."""
+    diffs = [(t, d) for t, r in rows.items() if (d := r.get("ndcg@10_difference"))]
+    if not diffs:
+        return []
+    return [
+        "nDCG@10, tool minus citeline over the same queries (mean, 95% bootstrap interval, p-value of a "
+        "paired randomization test; p above 0.05: no difference these queries can show): "
+        + "; ".join(
+            f"{t} {d['mean_difference']:+.3f} [{d['ci95_low']:+.3f}, {d['ci95_high']:+.3f}], p = {d['p_value']:.2f}"
+            for t, d in diffs
+        ),
+        "",
+    ]
