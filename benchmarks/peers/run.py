@@ -1,7 +1,7 @@
 """citeline beside LlamaIndex and Haystack in one run: same embedder, same chunks, same queries.
 
     make bench-peers                                       # 1,000 SciFact documents, 300 test queries
-    make bench-peers PEERS_ARGS="--docs 5183"              # the whole corpus (~45 min on 2 busy cores)
+    make bench-peers PEERS_ARGS="--docs 5183"              # the whole corpus (~75 min on 2 cores)
     .venv/bin/python benchmarks/peers/run.py --docs 300 --queries 50 --tools citeline,haystack
 
 Runs in citeline's environment; each tool is measured in its own process, one after the other
