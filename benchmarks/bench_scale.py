@@ -462,7 +462,10 @@ def main() -> None:
         print("RESULT " + json.dumps(row), flush=True)
         return
     sizes = [int(x) for x in args.sizes.split(",") if x.strip()]
-    result: dict[str, Any] = {"machine": f"{os.cpu_count()} CPUs, {load_note()} at the start", "retrieval": []}
+    result: dict[str, Any] = {
+        "machine": f"{os.cpu_count()} CPUs, {load_note()} at the start",
+        "retrieval": [],
+    }
     with tempfile.TemporaryDirectory(prefix="bench-scale-") as tmp:
         print("ingest ...", flush=True)
         result["ingest"] = ingest(Path(tmp) / "ingest", args.ingest_docs, args.ask_queries)
