@@ -194,8 +194,9 @@ class OnnxEmbedder:
     def _pad_id(self) -> int:
         return self._tokenizer_and_pad[1]
 
-    @property
+    @functools.cached_property
     def _inputs(self) -> frozenset[str]:
+        """The model's input names (read once: an optimised rebuild of the session keeps them)."""
         return frozenset(i.name for i in self._session.get_inputs())
 
     @staticmethod
