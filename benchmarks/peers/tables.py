@@ -6,6 +6,9 @@ from typing import Any
 
 from shared import TOP_K
 
+#: re-adds per tool in updates.py
+READDS = 3
+
 
 def markdown(meta: dict[str, Any], rows: dict[str, Any]) -> str:
     def f(v: float | None, nd: int = 2) -> str:
@@ -123,3 +126,30 @@ def ndcg_differences(rows: dict[str, Any]) -> list[str]:
         ),
         "",
     ]
+
+
+def updates_markdown(rows: dict[str, dict[str, Any]], command_line: str) -> str:
+    """The new-process re-add and edit table of updates.py."""
+    base = rows["citeline"]
+
+    def cell(tool: str, key: str) -> str:
+        v = rows[tool][key]
+        return f"{v:.3f}" if tool == "citeline" else f"{v:.3f} ({v / base[key]:.1f}x)"
+
+    lines = [
+        "## Re-add and one-file edit in a new process (updates.py)",
+        "",
+        "From process start to exit, as a user re-indexes: `citeline add`; a peer's script loads the "
+        "index it saved, adds the corpus again and saves it when something changed (the peer's "
+        "reading of citeline's chunk table, standing in for its chunking, taken out). Medians of "
+        f"{READDS} re-adds and 3 one-file edits; ratios tool / citeline.",
+        "",
+        "| tool | re-add s (wall) | re-add s (CPU) | one-file edit s (wall) | one-file edit s (CPU) | chunks embedded per edit |",
+        "|---|---|---|---|---|---|",
+    ]
+    for tool, r in rows.items():
+        lines.append(
+            f"| {tool} | {cell(tool, 'readd_new_s')} | {cell(tool, 'readd_new_cpu_s')} | "
+            f"{cell(tool, 'edit_new_s')} | {cell(tool, 'edit_new_cpu_s')} | {r['edit_new_chunks_embedded']} |"
+        )
+    return "\n".join([*lines, "", f"Command: `{command_line}`", ""])

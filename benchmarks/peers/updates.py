@@ -35,8 +35,7 @@ ROOT = HERE.parents[1]
 sys.path.insert(0, str(HERE))
 
 from shared import EDITED_FILE, edit_file  # noqa: E402
-
-READDS = 3
+from tables import READDS, updates_markdown  # noqa: E402
 
 
 def command(tool: str, work: Path, peers_python: Path) -> tuple[list[str], dict[str, str]]:
@@ -88,32 +87,6 @@ def measure(tool: str, work: Path, peers_python: Path) -> dict[str, Any]:
     return row
 
 
-def markdown(rows: dict[str, dict[str, Any]], command_line: str) -> str:
-    base = rows["citeline"]
-
-    def cell(tool: str, key: str) -> str:
-        v = rows[tool][key]
-        return f"{v:.3f}" if tool == "citeline" else f"{v:.3f} ({v / base[key]:.1f}x)"
-
-    lines = [
-        "## Re-add and one-file edit in a new process (updates.py)",
-        "",
-        "From process start to exit, as a user re-indexes: `citeline add`; a peer's script loads the "
-        "index it saved, adds the corpus again and saves it when something changed (the peer's "
-        "reading of citeline's chunk table, standing in for its chunking, taken out). Medians of "
-        f"{READDS} re-adds and 3 one-file edits; ratios tool / citeline.",
-        "",
-        "| tool | re-add s (wall) | re-add s (CPU) | one-file edit s (wall) | one-file edit s (CPU) | chunks embedded per edit |",
-        "|---|---|---|---|---|---|",
-    ]
-    for tool, r in rows.items():
-        lines.append(
-            f"| {tool} | {cell(tool, 'readd_new_s')} | {cell(tool, 'readd_new_cpu_s')} | "
-            f"{cell(tool, 'edit_new_s')} | {cell(tool, 'edit_new_cpu_s')} | {r['edit_new_chunks_embedded']} |"
-        )
-    return "\n".join([*lines, "", f"Command: `{command_line}`", ""])
-
-
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--work", type=Path, required=True, help="the --work folder of a finished run.py")
@@ -145,8 +118,8 @@ def add_to_report(work: Path, out: Path, peers_python: Path, line: str) -> None:
     md = out.with_suffix(".md")
     text = md.read_text(encoding="utf-8") if md.is_file() else ""
     text = text.split("## Re-add and one-file edit in a new process")[0].rstrip("\n")
-    md.write_text(text + "\n\n" + markdown(rows, line), encoding="utf-8")
-    print(markdown(rows, line))
+    md.write_text(text + "\n\n" + updates_markdown(rows, line), encoding="utf-8")
+    print(updates_markdown(rows, line))
 
 
 if __name__ == "__main__":
