@@ -69,6 +69,7 @@ class KnowledgeBase:
 
     def __init__(self, settings: Settings, store: Store, *, embedder: Any = None) -> None:
         self.components = Components(settings, store, embedder=embedder)
+        self._stored_memo: Any = None  # the collection's stored files between adds (StoredFilesMemo)
 
     @property
     def settings(self) -> Settings:
@@ -94,8 +95,11 @@ class KnowledgeBase:
 
     def _ingestor(self) -> Ingestor:
         from citeline.ingest.pipeline import Ingestor  # parsers and chunking: not needed to search
+        from citeline.ingest.readd import StoredFilesMemo
 
-        return Ingestor(self.store, self.embedder, self.settings)
+        if self._stored_memo is None:
+            self._stored_memo = StoredFilesMemo()
+        return Ingestor(self.store, self.embedder, self.settings, memo=self._stored_memo)
 
     def add(
         self,

@@ -156,6 +156,24 @@ def test_stored_files_are_what_re_adding_compares_with_for_a_whole_collection(st
     assert store.stored_files("nothing-here") == []
 
 
+def test_a_write_mark_moves_with_every_write_from_anywhere(store: Store) -> None:
+    doc = put(store, "a.md", ["alpha"])
+    mark = store.write_mark()
+    if mark is None:  # a store that cannot tell: nothing read is ever reused
+        return
+    store.documents(ADMIN)  # reads leave it where it is
+    assert store.write_mark() == mark
+    store.update_access(doc.id, {"team": "ops"}, ())
+    after_own = store.write_mark()
+    assert after_own != mark
+    other = open_store(store.location)  # another connection, as another process would have
+    try:
+        other.remove_document(doc.id)
+    finally:
+        other.close()
+    assert store.write_mark() != after_own
+
+
 def test_replace_is_whole_and_collections_keep_same_named_files_apart(store: Store) -> None:
     old = put(store, "a.md", ["one", "two", "three"])
     old_chunks = set(store.document_chunks(old.id))

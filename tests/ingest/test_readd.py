@@ -100,6 +100,34 @@ def test_unchanged_files_are_not_read_and_looked_up_in_bulk(
     assert len(report.unchanged) == 5 and reads == [] and calls.calls == ["get_documents"]
 
 
+def test_a_third_add_reuses_the_stored_files_read_while_nothing_was_written(
+    hkb: KnowledgeBase, tmp_path: Path, reads: list[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    docs = tmp_path / "docs"
+    _docs(docs, 4)
+    _add(hkb, docs)
+    _add(hkb, docs)  # reads the stored files (the first add wrote since); writes nothing
+    first = hkb.store.documents(Filter.admin())[0]
+    calls = StoreCalls(hkb, monkeypatch)
+    reads.clear()
+    assert len(_add(hkb, docs).unchanged) == 4 and calls.calls == [] and reads == []
+    # another process (here: another connection) removes a document: the next add sees it gone
+    other = citeline.open(tmp_path / "index", embedder="hashing")
+    try:
+        other.store.remove_document(first.id)
+    finally:
+        other.close()
+    report = _add(hkb, docs)
+    assert calls.calls[0] == "stored_files" and report.added == [first.source] and len(report.unchanged) == 3
+    # this knowledge base's own writes move the mark too: an edited file is read again
+    _write(docs / "doc2.md", "# Doc 2\n\nThe part number 2 now fits the valve W2.\n")
+    calls.calls.clear()
+    report = _add(hkb, docs)
+    assert calls.calls[0] == "stored_files" and report.updated == ["doc2.md"]
+    assert len(_add(hkb, docs).unchanged) == 4
+    assert "W2" in hkb.store.document_text(hkb.store.find_document("doc2.md").id)
+
+
 def test_a_readd_writes_nothing_when_tags_and_acl_are_the_same(
     hkb: KnowledgeBase, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

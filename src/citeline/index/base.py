@@ -206,6 +206,12 @@ class Store(Protocol):
         per file."""
         ...
 
+    def write_mark(self) -> object | None:
+        """A value that changes whenever anything may have been written to the store, by this
+        process or another, since it was taken (compared with ``==``); None when the backend
+        cannot tell. What was read under an equal mark can be used again without reading."""
+        ...
+
     def find_document(self, source: str, collection: str | None = None) -> Document | None:
         """By source (in ``collection``, or any collection when None), else by absolute file path."""
         ...

@@ -95,6 +95,9 @@ class PostgresDocuments(PostgresSearch):
             ).fetchall()
         return [StoredFile.from_row(r[:9], _json_dict(r[9]), r[10] or ()) for r in rows]
 
+    def write_mark(self) -> None:
+        return None  # writers on other servers leave no cheap trace here: read again every time
+
     def find_document(self, source: str, collection: str | None = None) -> Document | None:
         scope, extra = ("AND collection = %s", [collection]) if collection is not None else ("", [])
         return self._find(f"source = %s {scope} ORDER BY collection", [source, *extra]) or self._find(

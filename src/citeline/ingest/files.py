@@ -156,7 +156,14 @@ def walk_folder(folder: str, report: IngestReport, walk: FolderWalk) -> Iterator
         files.sort()
         for _name, path in files:
             walk.seen.add(path)
-            info, what = regular_stat(path)
+            try:  # the common case inline: a folder added again costs little more than its stats
+                info = os.stat(path)
+                if stat_module.S_ISREG(info.st_mode):
+                    yield path, info
+                    continue
+            except OSError:
+                pass
+            info, what = regular_stat(path)  # why not (or regular by now)
             if info is None:
                 report.skipped.append(
                     (walk.named(path), f"{what}, not a regular file: only regular files are read")

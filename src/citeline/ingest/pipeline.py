@@ -41,7 +41,7 @@ from citeline.ingest.embed import (
 )
 from citeline.ingest.files import FolderWalk, Found, Sources, iter_files, read_regular, too_big
 from citeline.ingest.readd import RACY_S as RACY_S  # the racy-file rule (see citeline.ingest.readd)
-from citeline.ingest.readd import KnownFiles, gone_documents, stamp_unchanged, stored_file
+from citeline.ingest.readd import KnownFiles, StoredFilesMemo, gone_documents, stamp_unchanged, stored_file
 from citeline.ingest.registry import parser_for
 from citeline.models import DEFAULT_COLLECTION, Chunk, Document, document_id_for
 from citeline.retrieval.filters import Filter
@@ -212,12 +212,16 @@ def _groups(items: Iterable[Found], n: int) -> Iterator[list[Found]]:
 
 
 class Ingestor:
-    def __init__(self, store: Store, embedder: Embedder, settings: Settings) -> None:
+    def __init__(
+        self, store: Store, embedder: Embedder, settings: Settings, *, memo: StoredFilesMemo | None = None
+    ) -> None:
+        """``memo``: the stored files read by an earlier add (kept by the knowledge base)."""
         self.store = store
         self.embedder = embedder
         self.settings = settings
         self.chunker = make_chunker(embedder, settings)
         self.signature = pipeline_signature(settings)
+        self.stored_memo = memo or StoredFilesMemo()
 
     def add(
         self,
@@ -255,7 +259,9 @@ class Ingestor:
         given_tags = dict(tags or {})
         batch = EmbedBatch(self.store, self.embedder, report, progress, self.settings.embed_retries)
         sources = Sources(root if root is not None else Path.cwd())
-        known = KnownFiles(self.store, collection, whole=any(os.path.isdir(p) for p in paths))
+        known = KnownFiles(
+            self.store, collection, whole=any(os.path.isdir(p) for p in paths), memo=self.stored_memo
+        )
         done: set[str] = set()
         try:
             for group in _groups(iter_files(paths, report, walks), LOOKUP_FILES):

@@ -24,17 +24,37 @@ from citeline.models import document_id_for
 RACY_S = 2.0
 
 
+class StoredFilesMemo:
+    """The last whole read of a collection's stored files, kept between adds in one process: while
+    nothing was written to the store since (``Store.write_mark``), adding the folder again does
+    not read them again. The dictionary handed out is shared: never changed by its readers."""
+
+    def __init__(self) -> None:
+        self._last: tuple[object, str, dict[str, StoredFile]] | None = None
+
+    def read(self, store: Store, collection: str) -> dict[str, StoredFile]:
+        mark = store.write_mark()  # taken before reading: a write after it moves the next mark
+        last = self._last
+        if mark is not None and last is not None and last[0] == mark and last[1] == collection:
+            return last[2]
+        by_source = {f.source: f for f in store.stored_files(collection)}
+        self._last = None if mark is None else (mark, collection, by_source)
+        return by_source
+
+
 class KnownFiles:
     """The stored state of the files being added to ``collection``, by source. ``whole``: every
     document of the collection, read at once (a folder is being added: reconciling it reads them
-    all anyway); else those of the sources passed to :meth:`look_up`."""
+    all anyway), through ``memo`` when given; else those of the sources passed to :meth:`look_up`."""
 
-    def __init__(self, store: Store, collection: str, *, whole: bool) -> None:
+    def __init__(
+        self, store: Store, collection: str, *, whole: bool, memo: StoredFilesMemo | None = None
+    ) -> None:
         self.store = store
         self.collection = collection
         self.whole = whole
         self.by_source: dict[str, StoredFile] = (
-            {f.source: f for f in store.stored_files(collection)} if whole else {}
+            (memo or StoredFilesMemo()).read(store, collection) if whole else {}
         )
 
     def look_up(self, sources: Iterable[str]) -> None:
