@@ -18,7 +18,10 @@ Measured for each tool:
   chunking not: the peers get the chunks ready-made).
 - re-add: the same again, nothing changed (citeline: content hashes; peers: see their configs).
 - one-file edit: one file gets a sentence appended, then the whole corpus is added again.
-- re-add and one-file edit again, each in a new process from start to exit (updates.py).
+- re-add and one-file edit again, each in a new process from start to exit (updates.py;
+  ``--skip-updates`` leaves them out).
+``--reuse llamaindex`` takes that tool's results from an earlier run in the same ``--work``
+(the report's meta names the reused tools), e.g. to measure a change to citeline alone.
 - query latency p50/p95 over the test queries (after 3 warm-up queries), hybrid BM25 + dense
   fused by RRF, TOP_K candidates per stage, the query's embedding included for every tool.
 - peak RSS of the tool's process; SciFact nDCG@10 on the slice, chunks collapsed to documents by
@@ -176,6 +179,16 @@ def run_tool(tool: str, work: Path, peers_python: Path, scale_queries: int = 0) 
     name = f"{tool}-scale" if scale_queries else tool
     data: dict[str, Any] = json.loads((work / f"{name}.json").read_text(encoding="utf-8"))
     data["process_s"] = time.perf_counter() - t0
+    return data
+
+
+def reused(tool: str, work: Path, scale: bool = False) -> dict[str, Any]:
+    """A tool's results as its worker wrote them into ``work`` in an earlier run (--reuse,
+    --scale-reuse); how long that worker's process ran was not kept."""
+    path = work / f"{tool}-scale.json" if scale else work / f"{tool}.json"
+    data: dict[str, Any] = json.loads(path.read_text(encoding="utf-8"))
+    data.setdefault("process_s", None)
+    print(f"[peers] {tool}: results of an earlier run reused ({path})", flush=True)
     return data
 
 
@@ -355,6 +368,12 @@ def main() -> None:
         default="",
         help="tools whose --scale-chunks results in --work are taken as they are (e.g. to rerun one tool)",
     )
+    ap.add_argument(
+        "--reuse",
+        default="",
+        help="tools whose results in --work (of an earlier run of the same corpus) are taken as they are",
+    )
+    ap.add_argument("--skip-updates", action="store_true", help="no new-process re-add and edit (updates.py)")
     ap.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.worker:
@@ -376,7 +395,12 @@ def main() -> None:
     meta["machine"] = f"{os.cpu_count()} CPUs, {platform.machine()}, Python {platform.python_version()}"
     meta["loadavg_before"] = os.getloadavg()
     meta["started"] = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
-    results = {tool: run_tool(tool, args.work, args.peers_python) for tool in tools}
+    reuse = {t.strip() for t in args.reuse.split(",") if t.strip()}
+    results = {
+        tool: reused(tool, args.work) if tool in reuse else run_tool(tool, args.work, args.peers_python)
+        for tool in tools
+    }
+    meta["reused"] = sorted(reuse & set(tools))
     meta["loadavg_after"] = os.getloadavg()
     qrels = json.loads((args.work / "qrels.json").read_text(encoding="utf-8"))
     rows = summarise(results, qrels)
@@ -387,6 +411,8 @@ def main() -> None:
     )
     args.out.with_suffix(".md").write_text(markdown(meta, rows), encoding="utf-8")
     print(markdown(meta, rows))
+    if args.skip_updates:
+        return
     import updates  # re-add and edit again, each in a new process as a user runs them
 
     updates.add_to_report(args.work, args.out, args.peers_python, meta["command"])
@@ -406,7 +432,7 @@ def run_scale(args: argparse.Namespace, tools: list[str], report: dict[str, Any]
     reuse = {t.strip() for t in args.scale_reuse.split(",") if t.strip()}
     meta["reused"] = sorted(reuse)
     results = {
-        tool: json.loads((args.work / f"{tool}-scale.json").read_text(encoding="utf-8"))
+        tool: reused(tool, args.work, scale=True)
         if tool in reuse
         else run_tool(tool, args.work, args.peers_python, args.scale_queries)
         for tool in tools

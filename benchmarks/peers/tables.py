@@ -44,6 +44,15 @@ def markdown(meta: dict[str, Any], rows: dict[str, Any]) -> str:
         f"{meta['loadavg_before'][0]:.1f} before the run, {meta['loadavg_after'][0]:.1f} after "
         "(a tool at work keeps it near 1-2 on 2 cores; more means other jobs). Ratios are tool / citeline, measured in this run back to back (below 1 the "
         "tool is faster or smaller than citeline; for nDCG above 1 it is better).",
+        *(
+            [
+                "",
+                f"Reused from an earlier run in the same work folder (same corpus, chunks and queries): "
+                f"{', '.join(meta['reused'])}; the ratios compare those figures with this run's.",
+            ]
+            if meta.get("reused")
+            else []
+        ),
         "",
         "Wall-clock (query latency includes embedding the query, for every tool):",
         "",

@@ -45,9 +45,21 @@ def collect(args: argparse.Namespace) -> int:
     if args.docs:
         kb.add([Path(args.docs)])
     kept = 0
+    answered_unanswerable = 0
+    log = open(args.answers, "w", encoding="utf-8") if args.answers else None
     with open(args.out, "w", encoding="utf-8") as out:
         for q in questions[: args.limit]:
             answer = kb.ask(q["question"], Principal.local_admin())
+            answerable = q.get("answerable", True)
+            answered_unanswerable += not answerable and not answer.refused
+            if log:
+                row = {
+                    "id": q["id"],
+                    "answerable": answerable,
+                    "refused": answer.refused,
+                    "text": answer.text,
+                }
+                log.write(json.dumps(row, ensure_ascii=False) + "\n")
             if answer.refused:
                 continue
             by_n = {c.n: c for c in answer.citations}
@@ -73,7 +85,11 @@ def collect(args: argparse.Namespace) -> int:
                 }
                 out.write(json.dumps(row, ensure_ascii=False) + "\n")
                 kept += 1
+    if log:
+        log.close()
+    unanswerable = sum(1 for q in questions[: args.limit] if not q.get("answerable", True))
     print(f"{kept} kept sentences written to {args.out}")
+    print(f"{answered_unanswerable} of {unanswerable} unanswerable questions answered (not refused)")
     return 0
 
 
@@ -134,6 +150,7 @@ def main() -> int:
     c.add_argument("--model", default="0.5b")
     c.add_argument("--limit", type=int)
     c.add_argument("--out", required=True)
+    c.add_argument("--answers", help="also write every question's answer (refused or not) here")
     s = sub.add_parser("score")
     s.add_argument("kept")
     s.add_argument("labels")

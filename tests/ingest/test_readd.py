@@ -92,40 +92,70 @@ def test_unchanged_files_are_not_read_and_looked_up_in_bulk(
     calls = StoreCalls(hkb, monkeypatch)
     report = _add(hkb, docs)
     assert len(report.unchanged) == 5 and not report.updated and not report.added and not report.failed
-    # a folder: one look-up of the whole collection, reused to reconcile; no query per file
-    assert reads == [] and calls.calls == ["stored_files"]
+    # a folder: the collection's stored files as the first add left them (read back after its
+    # writes), reused to reconcile; no query per file
+    assert reads == [] and calls.calls == []
     assert report.chunks_embedded == 0
     calls.calls.clear()
     report = hkb.add(paths, root=docs)  # files named one by one: one look-up per group
     assert len(report.unchanged) == 5 and reads == [] and calls.calls == ["get_documents"]
 
 
-def test_a_third_add_reuses_the_stored_files_read_while_nothing_was_written(
+def test_adds_in_one_process_reuse_the_stored_files_while_no_one_else_writes(
     hkb: KnowledgeBase, tmp_path: Path, reads: list[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     docs = tmp_path / "docs"
-    _docs(docs, 4)
+    _docs(docs, 6)
     _add(hkb, docs)
-    _add(hkb, docs)  # reads the stored files (the first add wrote since); writes nothing
     first = hkb.store.documents(Filter.admin())[0]
     calls = StoreCalls(hkb, monkeypatch)
     reads.clear()
-    assert len(_add(hkb, docs).unchanged) == 4 and calls.calls == [] and reads == []
+    assert len(_add(hkb, docs).unchanged) == 6 and calls.calls == [] and reads == []
+    # an edit: its own write is read back (that document only), the next add reads nothing
+    _write(docs / "doc2.md", "# Doc 2\n\nThe part number 2 now fits the valve W2.\n")
+    assert _add(hkb, docs).updated == ["doc2.md"]
+    assert [c for c in calls.calls if c in StoreCalls.LOOKUPS] == ["get_documents"]
+    calls.calls.clear()
+    assert len(_add(hkb, docs).unchanged) == 6 and calls.calls == []
+    found = hkb.store.find_document("doc2.md")
+    assert found is not None and "W2" in hkb.store.document_text(found.id)
+    # new tags are written and read back; the same tags again write and read nothing
+    assert len(_add(hkb, docs, tags={"team": "ops"}).retagged) == 6
+    calls.calls.clear()
+    assert _add(hkb, docs, tags={"team": "ops"}).retagged == [] and calls.calls == []
     # another process (here: another connection) removes a document: the next add sees it gone
     other = citeline.open(tmp_path / "index", embedder="hashing")
     try:
         other.store.remove_document(first.id)
     finally:
         other.close()
-    report = _add(hkb, docs)
-    assert calls.calls[0] == "stored_files" and report.added == [first.source] and len(report.unchanged) == 3
-    # this knowledge base's own writes move the mark too: an edited file is read again
-    _write(docs / "doc2.md", "# Doc 2\n\nThe part number 2 now fits the valve W2.\n")
-    calls.calls.clear()
-    report = _add(hkb, docs)
-    assert calls.calls[0] == "stored_files" and report.updated == ["doc2.md"]
-    assert len(_add(hkb, docs).unchanged) == 4
-    assert "W2" in hkb.store.document_text(hkb.store.find_document("doc2.md").id)
+    report = _add(hkb, docs, tags={"team": "ops"})
+    assert calls.calls[0] == "stored_files" and report.added == [first.source] and len(report.unchanged) == 5
+
+
+def test_a_write_from_elsewhere_during_an_add_is_not_hidden_by_the_reused_stored_files(
+    hkb: KnowledgeBase, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    docs = tmp_path / "docs"
+    _docs(docs, 6)
+    _add(hkb, docs)
+    gone = hkb.store.find_document("doc0.md")
+    assert gone is not None
+    real = hkb.store.replace_document
+
+    def meanwhile(*args: Any, **kw: Any) -> Any:  # another process removes doc0 during the add
+        other = citeline.open(tmp_path / "index", embedder="hashing")
+        try:
+            other.store.remove_document(gone.id)
+        finally:
+            other.close()
+        return real(*args, **kw)
+
+    monkeypatch.setattr(hkb.store, "replace_document", meanwhile)
+    _write(docs / "doc3.md", "# Doc 3\n\nThe part number 3 now fits the valve W3.\n")
+    assert _add(hkb, docs).updated == ["doc3.md"]
+    monkeypatch.setattr(hkb.store, "replace_document", real)
+    assert _add(hkb, docs).added == ["doc0.md"]  # seen missing, not taken from before the add
 
 
 def test_a_readd_writes_nothing_when_tags_and_acl_are_the_same(

@@ -206,10 +206,11 @@ class Store(Protocol):
         per file."""
         ...
 
-    def write_mark(self) -> object | None:
-        """A value that changes whenever anything may have been written to the store, by this
-        process or another, since it was taken (compared with ``==``); None when the backend
-        cannot tell. What was read under an equal mark can be used again without reading."""
+    def write_mark(self) -> tuple[object, int] | None:
+        """Where the store's writes stand: (a value that changes whenever another connection or
+        process may have written, how many writes this connection has made); None when the backend
+        cannot tell. What was read under an equal mark can be used again without reading; under
+        an equal first value, only this connection wrote in between."""
         ...
 
     def find_document(self, source: str, collection: str | None = None) -> Document | None:

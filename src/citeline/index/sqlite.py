@@ -301,12 +301,12 @@ class SqliteStore(SqliteWrites):
             ).fetchall()
         return [StoredFile.from_row(r, tags.get(r[0], {}), acl.get(r[0], ())) for r in rows]
 
-    def write_mark(self) -> object:
+    def write_mark(self) -> tuple[object, int]:
         # data_version moves when another connection commits, total_changes when this one writes
         # (each thread has its own connection, so the connection itself is part of the mark)
         conn = self.conn
         (version,) = conn.execute("PRAGMA data_version").fetchone()
-        return (conn, version, conn.total_changes)
+        return (conn, version), conn.total_changes
 
     def find_document(self, source: str, collection: str | None = None) -> Document | None:
         if collection is not None:

@@ -72,6 +72,8 @@ class IngestReport:
     skipped: list[tuple[str, str]] = field(default_factory=list)
     #: documents whose files are gone but that were kept (--keep-missing, or more than half: --prune)
     missing: list[str] = field(default_factory=list)
+    #: unchanged documents whose tags or ACL were written (they are in ``unchanged`` too)
+    retagged: list[str] = field(default_factory=list)
     #: paths given that do not exist (a usage error: exit code 2)
     not_found: list[str] = field(default_factory=list)
     #: why something was not done (kept documents, an empty or unreadable folder)
@@ -105,6 +107,7 @@ class IngestReport:
             "removed": self.removed,
             "skipped": [{"source": s, "reason": r} for s, r in self.skipped],
             "missing": self.missing,
+            "retagged": self.retagged,
             "notes": self.notes,
             "chunks_embedded": self.chunks_embedded,
             "chunks_written": self.chunks_written,
@@ -298,6 +301,8 @@ class Ingestor:
         except IndexUnavailableError as exc:
             exc.report = report  # type: ignore[attr-defined]
             raise
+        written = (*report.added, *report.updated, *report.removed, *report.retagged)
+        self.stored_memo.written(self.store, collection, written)
         return report
 
     def _reconcile(
@@ -422,6 +427,7 @@ class Ingestor:
         """An unchanged document: its tags and ACL are written only when they differ."""
         if existing.tags != tags or existing.acl != acl:
             self.store.update_access(existing.id, tags, acl)
+            report.retagged.append(source)
         report.unchanged.append(source)
 
     def _job_for_data(
