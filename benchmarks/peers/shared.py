@@ -22,6 +22,15 @@ if str(SRC) not in sys.path:
 
 #: candidates per retrieval stage and in the fused list, for every tool (citeline's top_k default)
 TOP_K = 30
+#: re-adds of the unchanged corpus per tool, in the process that built the index (the median is
+#: reported) and in new processes (updates.py)
+READDS = 3
+
+
+def median_run(runs: list[dict[str, Any]]) -> dict[str, Any]:
+    """The run of median wall time, with every run's wall seconds beside it (``runs_s``)."""
+    ordered = sorted(runs, key=lambda r: r["seconds"])
+    return {**ordered[len(ordered) // 2], "runs_s": [r["seconds"] for r in runs]}
 
 
 def citeline_embedder() -> Any:

@@ -34,8 +34,8 @@ HERE = Path(__file__).resolve().parent
 ROOT = HERE.parents[1]
 sys.path.insert(0, str(HERE))
 
-from shared import EDITED_FILE, edit_file  # noqa: E402
-from tables import READDS, updates_markdown  # noqa: E402
+from shared import EDITED_FILE, READDS, edit_file  # noqa: E402
+from tables import updates_markdown  # noqa: E402
 
 
 def command(tool: str, work: Path, peers_python: Path) -> tuple[list[str], dict[str, str]]:
