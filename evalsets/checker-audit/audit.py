@@ -57,7 +57,7 @@ def collect(args: argparse.Namespace) -> int:
                     "id": q["id"],
                     "answerable": answerable,
                     "refused": answer.refused,
-                    "text": answer.text,
+                    "text": answer.answer,
                 }
                 log.write(json.dumps(row, ensure_ascii=False) + "\n")
             if answer.refused:

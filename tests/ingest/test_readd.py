@@ -158,6 +158,20 @@ def test_a_write_from_elsewhere_during_an_add_is_not_hidden_by_the_reused_stored
     assert _add(hkb, docs).added == ["doc0.md"]  # seen missing, not taken from before the add
 
 
+def test_a_removal_between_adds_is_seen_even_when_the_next_add_names_one_file(
+    hkb: KnowledgeBase, tmp_path: Path
+) -> None:
+    docs = tmp_path / "docs"
+    _docs(docs, 4)
+    _add(hkb, docs)
+    gone = hkb.store.find_document("doc0.md")
+    assert gone is not None
+    hkb.store.remove_document(gone.id)  # this process, this thread: the same connection
+    _write(docs / "doc1.md", "# Doc 1\n\nThe part number 1 now fits the valve W1.\n")
+    assert hkb.add([docs / "doc1.md"], root=docs).updated == ["doc1.md"]  # no whole read here
+    assert _add(hkb, docs).added == ["doc0.md"]
+
+
 def test_a_readd_writes_nothing_when_tags_and_acl_are_the_same(
     hkb: KnowledgeBase, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -262,6 +262,7 @@ class Ingestor:
         given_tags = dict(tags or {})
         batch = EmbedBatch(self.store, self.embedder, report, progress, self.settings.embed_retries)
         sources = Sources(root if root is not None else Path.cwd())
+        start = self.store.write_mark()  # what the memo must hold for this add's writes to join it
         known = KnownFiles(
             self.store, collection, whole=any(os.path.isdir(p) for p in paths), memo=self.stored_memo
         )
@@ -302,7 +303,7 @@ class Ingestor:
             exc.report = report  # type: ignore[attr-defined]
             raise
         written = (*report.added, *report.updated, *report.removed, *report.retagged)
-        self.stored_memo.written(self.store, collection, written)
+        self.stored_memo.written(self.store, collection, written, start)
         return report
 
     def _reconcile(

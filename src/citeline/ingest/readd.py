@@ -44,13 +44,16 @@ class StoredFilesMemo:
         self._last = None if mark is None else (mark, collection, by_source)
         return by_source
 
-    def written(self, store: Store, collection: str, sources: Collection[str]) -> None:
-        """After an add to ``collection`` whose only writes to the store were the documents of
-        ``sources`` (written, updated or removed): read those back into the memo, unless another
-        connection wrote meanwhile (then the next add reads everything again)."""
+    def written(
+        self, store: Store, collection: str, sources: Collection[str], start: tuple[object, int] | None
+    ) -> None:
+        """After an add to ``collection`` that began at the store's mark ``start`` and whose only
+        writes were the documents of ``sources`` (written, updated or removed): read those back
+        into the memo when it held the store as of ``start`` and no other connection wrote since
+        (else it is dropped, and the next add reads everything again)."""
         last = self._last
         mark = store.write_mark()
-        if last is None or mark is None or last[1] != collection or mark[0] != last[0][0]:
+        if last is None or mark is None or last[1] != collection or last[0] != start or mark[0] != last[0][0]:
             self._last = None
             return
         if mark == last[0]:
