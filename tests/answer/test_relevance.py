@@ -6,6 +6,7 @@ from __future__ import annotations
 import pytest
 
 from citeline.answer.relevance import evidence_words, term_present
+from citeline.retrieval.query import analyze
 
 
 @pytest.mark.parametrize(
@@ -33,6 +34,19 @@ from citeline.answer.relevance import evidence_words, term_present
         ("election 2017", "the 2017 french presidential election", True),
         ("election 2017", "the 2022 french presidential election", False),
         ("server 2022", "windows server 2019 supports it", False),
+        # a whole number is not a piece of another; thousands separators are optional
+        ("30", "at most 30 connections", True),
+        ("30", "a limit of 30s", True),
+        ("30", "at most 300 connections", False),
+        ("30", "until 2030", False),
+        ("30", "version 3.30", False),
+        ("30", "30.5 percent", False),
+        ("30000", "for 30,000 users", True),
+        ("30000", "for 30000 users", True),
+        ("30000", "for 30 000 users", True),
+        ("30000", "for 300,000 users", False),
+        ("1024", "1,024 bytes", True),
+        ("000", "default: 10240000", False),
         # codes stay exact; plain words meet their inflections
         ("sync_batch", "set sync_batch to 10", True),
         ("sync_batch", "set sync_batches to 10", True),  # a substring: identifiers match as text
@@ -44,3 +58,15 @@ from citeline.answer.relevance import evidence_words, term_present
 def test_term_present(term: str, text: str, present: bool) -> None:
     lowered = text.lower()
     assert term_present(term, evidence_words(lowered), lowered) is present
+
+
+@pytest.mark.parametrize(
+    ("question", "names"),
+    [
+        ("What is recommended for a university with 30,000 users?", ("30000",)),
+        ("Is 1,000,000 recipients per day too many for 2 servers?", ("2", "1000000")),
+        ("Which limit applies to 30 users?", ("30",)),
+    ],
+)
+def test_a_number_with_thousands_separators_is_one_name(question: str, names: tuple[str, ...]) -> None:
+    assert analyze(question).names == names

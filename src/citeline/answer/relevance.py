@@ -69,10 +69,21 @@ def term_present(term: str, words: set[str], text: str) -> bool:
     versioned = _VERSIONED.fullmatch(term)
     if versioned:
         return versioned_name_present(versioned.group(1), versioned.group(2), words, text)
+    if term.isdigit():
+        return integer_present(term, text)
     if is_identifier(term):
         return term in text
     stem = _stem(term)
     return term in words or any(w.startswith(stem) for w in words)
+
+
+def integer_present(number: str, text: str) -> bool:
+    """A whole number, not a piece of another: "30" is not in "300", "2030" or "3.30", and
+    "30000" is in "30,000" or "30 000" (a thousands separator between any groups of three)."""
+    head = len(number) % 3 or 3
+    groups = [number[:head]] + [number[i : i + 3] for i in range(head, len(number), 3)]
+    pattern = r"(?<![\d.,])" + r"[,\u00a0\u202f ]?".join(groups) + r"(?!\d|[.,]\d)"
+    return re.search(pattern, text) is not None
 
 
 def versioned_name_present(name: str, number: str, words: set[str], text: str) -> bool:

@@ -8,7 +8,8 @@ earlier one already knew.
   story are circumstances, not the subject, so the refusal guard looks at ``focus_terms``.
 * ``codes``: exact tokens with no paraphrase (LDG-4012, sync_batch, 3.5.0) and versioned names
   ("windows server 2022"): when no candidate mentions them, the documents do not hold the answer.
-* ``names``: other identifiers, product names and proper nouns (softer evidence).
+* ``names``: other identifiers, product names and proper nouns (softer evidence); a number written
+  with thousands separators ("30,000") is one name ("30000").
 * ``years``: years the question names; an answer about another year is wrong.
 * ``weights``: IDF of each term over the documents the asker may read (filled by retrieval).
 """
@@ -31,6 +32,8 @@ _GENERIC_NOUNS = frozenset(
     "version release section chapter step page part article table figure item rule level phase "
     "option error code line tier plan stage day week month year room floor building".split()
 )
+# "30,000": one number, not the terms "30" and "000"
+_GROUPED_NUMBER = re.compile(r"(?<![\d.,])\d{1,3}(?:,\d{3})+(?!\d|[.,]\d)")
 _VERSIONED_NAME = re.compile(r"\b(?<![\w-])([A-Z][\w-]*+)\s+(v?\d+(?:\.\d+)*)\b")
 
 
@@ -57,7 +60,10 @@ def analyze(question: str | Query) -> Query:
     asking = focus(text)
     focus_terms = tuple(query_terms(asking))
     codes = [t for t in focus_terms if is_code(t)] + versioned_names(asking)
-    names = [t for t in focus_terms if is_identifier(t) and not is_code(t)] + named_terms(asking)
+    grouped = _GROUPED_NUMBER.findall(asking)
+    pieces = {piece for number in grouped for piece in number.split(",")}
+    names = [t for t in focus_terms if is_identifier(t) and not is_code(t) and t not in pieces]
+    names += [number.replace(",", "") for number in grouped] + named_terms(asking)
     return Query(
         text=text,
         focus=asking,
