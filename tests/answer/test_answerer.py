@@ -98,6 +98,16 @@ def test_unsupported_sentence_removed_by_default_and_marked_in_mark_mode(small_k
     assert "Rust 1.42. [1] (unverified)" in marked.answer
 
 
+def test_a_sentence_the_model_repeats_is_said_once(small_kb: KnowledgeBase) -> None:
+    line = ("Error ZX-7781 means the alpha queue is full.", (1,))
+    small_kb.use_generator(
+        ScriptedGenerator([line, line, ("error zx-7781  means the alpha queue is full.", (1,))])
+    )
+    answer = small_kb.ask(QUESTION, ADMIN)
+    assert not answer.refused and answer.answer.lower().count("means the alpha queue is full") == 1
+    assert [s.removed for s in answer.sentences] == [False, True, True]
+
+
 def test_nothing_supported_means_refusal(small_kb: KnowledgeBase) -> None:
     small_kb.use_generator(ScriptedGenerator([("The queue was designed in 1987 by Ada Lovelace.", (1,))]))
     answer = small_kb.ask(QUESTION, ADMIN)

@@ -40,6 +40,17 @@ PASSAGE_TIME = "The timeout defaults to 5 minutes."
         ("The server accepts an unlimited number of recipients.", "The default limit is 1000.", ["no limit"]),
         ("There is no limit on recipients.", "By default there is no upper limit on recipients.", []),
         ("Retries are unbounded.", "Retries continue without any limit.", []),
+        # a release is stated exactly; its series is said by any release of it
+        (
+            "Available since Postfix 3.5.23.",
+            "Available in Postfix 3.9, 3.6.14, 3.5.24 and later.",
+            ["3.5.23"],
+        ),
+        ("Available since Postfix 3.5.24.", "Available in Postfix 3.9, 3.6.14, 3.5.24 and later.", []),
+        ("Available since Postfix 3.5.", "Available in Postfix 3.9, 3.6.14, 3.5.24 and later.", []),
+        ("Available since Postfix 3.9.", "Available in Postfix 3.9, 3.6.14, 3.5.24 and later.", []),
+        ("Listen on 10.0.0.2.", "The server listens on 10.0.0.1 by default.", ["10.0.0.2"]),
+        ("It takes 2.5 s.", "It takes 2.5 seconds.", []),
     ],
 )
 def test_missing_facts(sentence: str, passage: str, missing: list[str]) -> None:

@@ -265,6 +265,7 @@ class Answerer:
         sentences: list[AnswerSentence] = []
         # per passage: the span of the unit that best supports a sentence citing it, with its score
         quotes: dict[int, tuple[float, tuple[int, int]]] = {}
+        said: set[str] = set()  # small models can loop, writing one sentence again and again
         with Stage(timings, "verify"):
             for s in draft.sentences:
                 text = escape_markers(s.text)  # a document's own "[7]" is text, not a citation
@@ -272,6 +273,11 @@ class Answerer:
                     sentences.append(AnswerSentence(text, (), False, True, 0.0))
                     checks.append(Check(text, (), False, 0.0, "the refusal sentence is not an answer"))
                     continue
+                if (said_key := " ".join(text.lower().split())) in said:
+                    sentences.append(AnswerSentence(text, (), False, True, 0.0))
+                    checks.append(Check(text, (), False, 0.0, "repeats an earlier sentence of the answer"))
+                    continue
+                said.add(said_key)
                 valid = tuple(n for n in dict.fromkeys(s.citations) if n in by_number)
                 dropped += [n for n in s.citations if n not in by_number]
                 cited = [

@@ -46,11 +46,14 @@ _MONTHS.update({m[:3]: i for m, i in list(_MONTHS.items())} | {"sept": 9})
 _UNITS = frozenset({*_SECONDS, *_BYTES, "percent"})
 _UNIT = "|".join(sorted({*_SECONDS, *_BYTES, "%", "percent"}, key=len, reverse=True))
 _NUMBER_WORD = "|".join(sorted(_WORDS, key=len, reverse=True))
+# (?!\.\d): "3.5" of a release "3.5.23" is no quantity; the release is a version (below)
 _QUANTITY = re.compile(
-    rf"(?<![\w.])(?P<num>\d{{1,3}}(?:,\d{{3}})+(?:\.\d+)?|\d+(?:\.\d+)?|(?:{_NUMBER_WORD})(?:[- ](?:{_NUMBER_WORD}))*)"
+    rf"(?<![\w.])(?P<num>\d{{1,3}}(?:,\d{{3}})+(?:\.\d+)?(?!\.\d)|\d+(?:\.\d+)?(?!\.\d)|(?:{_NUMBER_WORD})(?:[- ](?:{_NUMBER_WORD}))*)"
     rf"(?:\s*-?\s*(?P<unit>{_UNIT})\b|(?P<pct>%))?",
     re.IGNORECASE,
 )
+# a release or address of three or more dotted numbers: stated exactly or not at all
+_VERSION = re.compile(r"(?<![\w.])\d+(?:\.\d+){2,}(?![\w]|\.\d)")
 _DAY_MONTH = re.compile(rf"\b(\d{{1,2}})(?:st|nd|rd|th)?\s+(?:of\s+)?({'|'.join(_MONTHS)})\b", re.IGNORECASE)
 _MONTH_DAY = re.compile(rf"\b({'|'.join(_MONTHS)})\.?\s+(\d{{1,2}})(?:st|nd|rd|th)?\b", re.IGNORECASE)
 _ISO = re.compile(r"\b(\d{4})-(\d{2})-(\d{2})\b")
@@ -108,6 +111,8 @@ class Facts:
     names: frozenset[str]
     #: the sentence says something has no limit
     unbounded: bool = False
+    #: releases and addresses of three or more dotted numbers (3.5.23, 10.0.0.1)
+    versions: frozenset[str] = frozenset()
 
 
 def _quantities(text: str) -> list[Quantity]:
@@ -165,6 +170,7 @@ def facts(text: str) -> Facts:
         frozenset(_dates(text)),
         frozenset(_names(text)),
         bool(_UNBOUNDED.search(text)),
+        frozenset(_VERSION.findall(text)),
     )
 
 
@@ -180,14 +186,16 @@ def missing_facts(sentence: str, passage: str) -> list[str]:
     """
     said, source = facts(sentence), facts(passage)
     readings = {r for q in source.quantities for r in q.readings}
-    raw = {q.raw for q in source.quantities}
-    bare = {q.raw for q in source.quantities if not q.unit}
+    # "3.5" is said by a passage that gives the release 3.5.24 (the series, not a quantity)
+    series = {Decimal(".".join(v.split(".")[:2])) for v in source.versions}
+    raw = {q.raw for q in source.quantities} | series
+    bare = {q.raw for q in source.quantities if not q.unit} | series
     missing: list[str] = []
     for q in said.quantities:
         present = q.raw in raw if not q.unit else bool(q.readings & readings) or q.raw in bare
         if not present:
             missing.append(q.text)
-    missing += sorted(said.dates - source.dates)
+    missing += sorted(said.dates - source.dates) + sorted(said.versions - source.versions)
     if said.unbounded and not source.unbounded:
         missing.append("no limit")
     squashed = _squash(passage)
