@@ -16,6 +16,7 @@ from citeline.answer.prompt import near_refusal
 from citeline.answer.relevance import weighted_coverage
 from citeline.answer.units import Unit, definition_term, heading_context, passage_units
 from citeline.embedding.base import Embedder
+from citeline.embedding.memo import remembered
 from citeline.errors import ConfigError
 from citeline.models import Draft, DraftSentence, Passage
 from citeline.retrieval.query import Query, analyze, mentions_years
@@ -75,7 +76,7 @@ class ExtractiveGenerator:
                 candidates.append((p.number, unit, f"{context}: {unit.text}" if context else unit.text, lead))
         if not candidates:
             return []
-        vectors = self.embedder.embed([query.text] + [c[2] for c in candidates])
+        vectors = remembered(self.embedder, [query.text] + [c[2] for c in candidates])
         sims = vectors[1:] @ vectors[0]
         weights = query.weights or None
         kind = expected_type(query.text)

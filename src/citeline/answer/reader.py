@@ -30,6 +30,7 @@ from citeline.models import Hit, Passage
 from citeline.retrieval.query import Query, analyze
 
 if TYPE_CHECKING:
+    from citeline.embedding.base import Embedder
     from citeline.registry import BuildContext
 
 PACKAGED = Path(__file__).parent / "data" / "cross-encoder"
@@ -214,14 +215,14 @@ class Reader:
 class Prefilter:
     """Cheap ranking of candidates: embedding similarity plus IDF-weighted term coverage."""
 
-    def __init__(self, embedder: object) -> None:
+    def __init__(self, embedder: Embedder) -> None:
         self.embedder = embedder
 
     def __call__(self, query: Query, found: Sequence[Candidate]) -> list[Candidate]:
         from citeline.answer.relevance import weighted_coverage
+        from citeline.embedding.memo import remembered
 
-        embed = getattr(self.embedder, "embed")  # noqa: B009 (Embedder protocol)
-        vectors = embed([query.text] + [c.model_text for c in found])
+        vectors = remembered(self.embedder, [query.text] + [c.model_text for c in found])
         sims = vectors[1:] @ vectors[0]
         weights = query.weights or None
         scores = [
