@@ -57,7 +57,13 @@ from citeline.retrieval.query import analyze
 )
 def test_term_present(term: str, text: str, present: bool) -> None:
     lowered = text.lower()
-    assert term_present(term, evidence_words(lowered), lowered) is present
+    assert term_present(term, evidence_words(lowered), lowered, whole_numbers=True) is present
+
+
+def test_numbers_count_as_any_digits_for_coverage() -> None:
+    text = "released on december 1, 2017"
+    assert term_present("2", evidence_words(text), text)  # as the coverage scores were calibrated
+    assert not term_present("2", evidence_words(text), text, whole_numbers=True)
 
 
 @pytest.mark.parametrize(

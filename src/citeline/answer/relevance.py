@@ -62,14 +62,17 @@ def _stem(term: str) -> str:
     return term
 
 
-def term_present(term: str, words: set[str], text: str) -> bool:
+def term_present(term: str, words: set[str], text: str, *, whole_numbers: bool = False) -> bool:
+    """Whether ``text`` (lower-cased; ``words``: its evidence_words) mentions ``term``.
+    ``whole_numbers``: a plain number must occur as a whole number (the guard's check of what the
+    question names); else as any digits, as the coverage scores were calibrated with."""
     series = _SERIES.fullmatch(term)
     if series:
         return re.search(rf"(?<![\w.]){re.escape(series.group(1))}\.\d", text) is not None
     versioned = _VERSIONED.fullmatch(term)
     if versioned:
         return versioned_name_present(versioned.group(1), versioned.group(2), words, text)
-    if term.isdigit():
+    if whole_numbers and term.isdigit():
         return integer_present(term, text)
     if is_identifier(term):
         return term in text
@@ -136,8 +139,8 @@ def assess(
     )
     pool = "\n".join(h.chunk.index_text for h in (retrieved or hits)).lower()
     pool_words = evidence_words(pool)
-    missing_codes = tuple(t for t in query.codes if not term_present(t, pool_words, pool))
-    missing_soft = tuple(t for t in query.names if not term_present(t, pool_words, pool))
+    missing_codes = tuple(t for t in query.codes if not term_present(t, pool_words, pool, whole_numbers=True))
+    missing_soft = tuple(t for t in query.names if not term_present(t, pool_words, pool, whole_numbers=True))
     # keyword only (the dense side did not answer): the weighted coverage is the whole signal
     score = coverage if keyword_only else DENSE_WEIGHT * max(dense_best, 0.0) + COVERAGE_WEIGHT * coverage
     if query.names:
