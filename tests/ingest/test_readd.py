@@ -15,6 +15,7 @@ import pytest
 import citeline
 import citeline.ingest.pipeline as pipeline
 from citeline.kb import KnowledgeBase
+from citeline.models import Document
 from citeline.retrieval.filters import Filter
 
 OLD = time.time() - 3600  # a modification time well before indexing
@@ -101,6 +102,25 @@ def test_unchanged_files_are_not_read_and_looked_up_in_bulk(
     assert len(report.unchanged) == 5 and reads == [] and calls.calls == ["get_documents"]
 
 
+def _indexed(kb: KnowledgeBase, tmp_path: Path, n: int) -> tuple[Path, Document]:
+    """A folder of ``n`` files added to ``kb``, and the document of its first file."""
+    docs = tmp_path / "docs"
+    _docs(docs, n)
+    _add(kb, docs)
+    first = kb.store.find_document("doc0.md")
+    assert first is not None
+    return docs, first
+
+
+def _remove_elsewhere(index: Path, document_id: str) -> None:
+    """Another process's write, as another connection to the index makes it."""
+    other = citeline.open(index, embedder="hashing")
+    try:
+        other.store.remove_document(document_id)
+    finally:
+        other.close()
+
+
 def test_adds_in_one_process_reuse_the_stored_files_while_no_one_else_writes(
     hkb: KnowledgeBase, tmp_path: Path, reads: list[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -123,12 +143,7 @@ def test_adds_in_one_process_reuse_the_stored_files_while_no_one_else_writes(
     assert len(_add(hkb, docs, tags={"team": "ops"}).retagged) == 6
     calls.calls.clear()
     assert _add(hkb, docs, tags={"team": "ops"}).retagged == [] and calls.calls == []
-    # another process (here: another connection) removes a document: the next add sees it gone
-    other = citeline.open(tmp_path / "index", embedder="hashing")
-    try:
-        other.store.remove_document(first.id)
-    finally:
-        other.close()
+    _remove_elsewhere(tmp_path / "index", first.id)  # the next add sees it gone
     report = _add(hkb, docs, tags={"team": "ops"})
     assert calls.calls[0] == "stored_files" and report.added == [first.source] and len(report.unchanged) == 5
 
@@ -136,19 +151,11 @@ def test_adds_in_one_process_reuse_the_stored_files_while_no_one_else_writes(
 def test_a_write_from_elsewhere_during_an_add_is_not_hidden_by_the_reused_stored_files(
     hkb: KnowledgeBase, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    docs = tmp_path / "docs"
-    _docs(docs, 6)
-    _add(hkb, docs)
-    gone = hkb.store.find_document("doc0.md")
-    assert gone is not None
+    docs, gone = _indexed(hkb, tmp_path, 6)
     real = hkb.store.replace_document
 
-    def meanwhile(*args: Any, **kw: Any) -> Any:  # another process removes doc0 during the add
-        other = citeline.open(tmp_path / "index", embedder="hashing")
-        try:
-            other.store.remove_document(gone.id)
-        finally:
-            other.close()
+    def meanwhile(*args: Any, **kw: Any) -> Any:  # doc0 is removed elsewhere during the add
+        _remove_elsewhere(tmp_path / "index", gone.id)
         return real(*args, **kw)
 
     monkeypatch.setattr(hkb.store, "replace_document", meanwhile)
@@ -161,11 +168,7 @@ def test_a_write_from_elsewhere_during_an_add_is_not_hidden_by_the_reused_stored
 def test_a_removal_between_adds_is_seen_even_when_the_next_add_names_one_file(
     hkb: KnowledgeBase, tmp_path: Path
 ) -> None:
-    docs = tmp_path / "docs"
-    _docs(docs, 4)
-    _add(hkb, docs)
-    gone = hkb.store.find_document("doc0.md")
-    assert gone is not None
+    docs, gone = _indexed(hkb, tmp_path, 4)
     hkb.store.remove_document(gone.id)  # this process, this thread: the same connection
     _write(docs / "doc1.md", "# Doc 1\n\nThe part number 1 now fits the valve W1.\n")
     assert hkb.add([docs / "doc1.md"], root=docs).updated == ["doc1.md"]  # no whole read here
