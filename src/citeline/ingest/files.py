@@ -157,9 +157,9 @@ def walk_folder(folder: str, report: IngestReport, walk: FolderWalk) -> Iterator
         for _name, path in files:
             walk.seen.add(path)
             try:  # the common case inline: a folder added again costs little more than its stats
-                info = os.stat(path)
-                if stat_module.S_ISREG(info.st_mode):
-                    yield path, info
+                regular = os.stat(path)
+                if stat_module.S_ISREG(regular.st_mode):
+                    yield path, regular
                     continue
             except OSError:
                 pass
