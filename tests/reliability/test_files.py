@@ -73,21 +73,20 @@ def test_sockets_devices_and_broken_links_are_skipped(hkb: KnowledgeBase, tmp_pa
 def test_a_file_swapped_for_a_pipe_after_the_walk_is_refused_without_blocking(
     hkb: KnowledgeBase, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import citeline.ingest.files as files
+    import citeline.ingest.pipeline as pipeline
 
     docs = tmp_path / "d"
     write_docs(docs, 1)
     target = docs / "report-000.md"
-    real = files.regular_stat
+    real = pipeline.read_regular
 
-    def swap(path: str | os.PathLike[str]) -> tuple[os.stat_result | None, str | None]:
-        verdict = real(path)
-        if Path(path) == target:  # it was a file when looked at; a pipe when opened
+    def swap(path: str, source: str, limit: int) -> tuple[bytes, float]:
+        if Path(path) == target:  # it was a file when the walk looked at it; a pipe when opened
             target.unlink()
             os.mkfifo(target)
-        return verdict
+        return real(path, source, limit)
 
-    monkeypatch.setattr(files, "regular_stat", swap)
+    monkeypatch.setattr(pipeline, "read_regular", swap)
     report = hkb.add([docs])
     assert not report.added and "not a regular file" in dict(report.failed)[str(target)]
 
