@@ -29,6 +29,7 @@ from citeline.trace import Trace, TraceSummary
 if TYPE_CHECKING:
     from citeline.answer.answerer import SentenceListener
     from citeline.ingest.pipeline import Ingestor, IngestReport, Progress
+    from citeline.ingest.readd import StoredFilesMemo
 
 
 def access_filter(principal: Principal | Filter | None, flt: Filter | None) -> Filter:
@@ -69,7 +70,7 @@ class KnowledgeBase:
 
     def __init__(self, settings: Settings, store: Store, *, embedder: Any = None) -> None:
         self.components = Components(settings, store, embedder=embedder)
-        self._stored_memo: Any = None  # the collection's stored files between adds (StoredFilesMemo)
+        self._stored_memo: StoredFilesMemo | None = None  # the stored files between adds
 
     @property
     def settings(self) -> Settings:

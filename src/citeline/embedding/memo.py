@@ -29,6 +29,8 @@ class EmbeddingMemo:
         self._lock = threading.Lock()
 
     def embed(self, embedder: Embedder, texts: Sequence[str]) -> Vectors:
+        if not texts:
+            return np.zeros((0, embedder.dim), dtype=np.float32)
         found: dict[str, np.ndarray] = {}
         with self._lock:
             for text in texts:
@@ -44,8 +46,6 @@ class EmbeddingMemo:
                     found[text] = self._vectors[text] = vector
                 while len(self._vectors) > self.size:
                     self._vectors.popitem(last=False)
-        if not texts:
-            return np.zeros((0, embedder.dim), dtype=np.float32)
         return np.stack([found[t] for t in texts])
 
 
