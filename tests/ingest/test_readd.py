@@ -337,3 +337,60 @@ def test_cli_rehash_reads_every_file(
     result = CliRunner().invoke(main, ["--index", index, "add", "--rehash", "--json", "."])
     assert result.exit_code == 0, result.output
     assert sorted(reads) == ["doc0.md", "doc1.md"] and '"unchanged"' in result.output
+
+
+def _skim_case(tmp_path: Path, **change: Any) -> list[str]:
+    """The sources ``pass_changed`` hands on for the slow path: one stored, unchanged file whose
+    stored state, stat, tags, ACL or ``done`` set is changed as ``change`` says."""
+    from dataclasses import replace
+
+    from citeline.ingest.files import Sources
+    from citeline.ingest.readd import KnownFiles, StoredFile, pass_changed
+
+    p = tmp_path / "doc.md"
+    _write(p, "# Doc\n\nText.\n")
+    info = os.stat(p)
+    stored = StoredFile("id", "doc.md", "h", info.st_size, info.st_mtime, OLD + 60, str(p), "sig")
+    stored = replace(stored, **change.get("stored", {}))
+    known = KnownFiles.__new__(KnownFiles)
+    known.whole, known.by_source = change.get("whole", True), {"doc.md": stored}
+    report = pipeline.IngestReport()
+    found = [[(str(p), None if change.get("no_stat") else info)]]
+    passed = pass_changed(
+        found,
+        known,
+        Sources(tmp_path),
+        set(change.get("done", ())),
+        report,
+        None,
+        signature="sig",
+        limit=change.get("limit", 10**6),
+        tags=change.get("tags", {}),
+        acl=(),
+    )
+    out = [Path(path).name for files in passed for path, _ in files]
+    assert len(report.unchanged) == 1 - len(out)
+    return out
+
+
+@pytest.mark.parametrize(
+    ("change", "slow"),
+    [
+        ({}, []),  # the same stamp, tags and ACL: counted unchanged, never looked at again
+        ({"stored": {"mtime": OLD - 1}}, ["doc.md"]),
+        ({"stored": {"size": 1}}, ["doc.md"]),
+        ({"stored": {"pipeline": "other"}}, ["doc.md"]),
+        ({"stored": {"path": "/elsewhere/doc.md"}}, ["doc.md"]),
+        ({"stored": {"updated_at": OLD + 1}}, ["doc.md"]),  # indexed within RACY_S of its mtime
+        ({"stored": {"acl": ("group:ops",)}}, ["doc.md"]),  # the slow path rewrites the ACL
+        ({"tags": {"team": "ops"}}, ["doc.md"]),
+        ({"limit": 1}, ["doc.md"]),  # above the size limit: the slow path refuses it
+        ({"done": ["doc.md"]}, ["doc.md"]),  # named twice: compared with what the first wrote
+        ({"no_stat": True}, ["doc.md"]),  # a file named by the caller: not stat()ed yet
+        ({"whole": False}, ["doc.md"]),  # files named one by one are looked up in groups
+    ],
+)
+def test_only_files_whose_stamp_tags_and_acl_match_skip_the_slow_path(
+    tmp_path: Path, change: dict[str, Any], slow: list[str]
+) -> None:
+    assert _skim_case(tmp_path, **change) == slow

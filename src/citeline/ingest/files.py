@@ -3,6 +3,7 @@ how folders are walked, and how a file is read without blocking."""
 
 from __future__ import annotations
 
+import itertools
 import os
 import stat as stat_module
 from collections.abc import Iterable, Iterator
@@ -118,12 +119,14 @@ class FolderWalk:
 Found = tuple[str, os.stat_result | None]
 
 
-def walk_folder(folder: str, report: IngestReport, walk: FolderWalk) -> Iterator[Found]:
+def walk_folder(folder: str, report: IngestReport, walk: FolderWalk) -> Iterator[list[Found]]:
     """(absolute path, stat) of each regular file with a supported extension under ``folder``
-    (absolute), in the order of a sorted top-down ``os.walk`` that does not follow links to
-    folders; hidden files and folders are left out, other kinds of files are reported as skipped
-    (named as under the folder the caller named). Each file is stat()ed once, here."""
+    (absolute), one list per folder (a folder added again is then handled a list at a time, not
+    a file at a time), in the order of a sorted top-down ``os.walk`` that does not follow links
+    to folders; hidden files and folders are left out, other kinds of files are reported as
+    skipped (named as under the folder the caller named). Each file is stat()ed once, here."""
     exts = frozenset(supported_extensions())
+    stat, S_ISREG = os.stat, stat_module.S_ISREG  # looked up once: this loop runs per file
     pending = [folder]
     while pending:
         top = pending.pop()
@@ -137,7 +140,7 @@ def walk_folder(folder: str, report: IngestReport, walk: FolderWalk) -> Iterator
                 (walk.named(os.path.abspath(where)), f"folder not readable ({exc.strerror or exc})")
             )
             continue
-        files: list[tuple[str, str]] = []
+        files: list[str] = []
         folders: list[tuple[str, str]] = []
         for entry in entries:
             name = entry.name
@@ -152,14 +155,17 @@ def walk_folder(folder: str, report: IngestReport, walk: FolderWalk) -> Iterator
             dot = name.rfind(".")  # Path.suffix: none for ".name", "name." or no dot
             if dot <= 0 or dot == len(name) - 1 or name[dot:].lower() not in exts:
                 continue
-            files.append((name, entry.path))
+            files.append(name)
         files.sort()
-        for _name, path in files:
-            walk.seen.add(path)
+        prefix = top if top.endswith(os.sep) else top + os.sep
+        paths = [prefix + name for name in files]  # what entry.path gives
+        walk.seen.update(paths)
+        found: list[Found] = []
+        for path in paths:
             try:  # the common case inline: a folder added again costs little more than its stats
-                regular = os.stat(path)
-                if stat_module.S_ISREG(regular.st_mode):
-                    yield path, regular
+                regular = stat(path)
+                if S_ISREG(regular.st_mode):
+                    found.append((path, regular))
                     continue
             except OSError:
                 pass
@@ -169,7 +175,9 @@ def walk_folder(folder: str, report: IngestReport, walk: FolderWalk) -> Iterator
                     (walk.named(path), f"{what}, not a regular file: only regular files are read")
                 )
                 continue
-            yield path, info
+            found.append((path, info))
+        if found:
+            yield found
         folders.sort(reverse=True)  # popped in name order: each folder walked whole before the next
         pending.extend(path for _name, path in folders)
 
@@ -177,9 +185,17 @@ def walk_folder(folder: str, report: IngestReport, walk: FolderWalk) -> Iterator
 def iter_files(
     paths: Iterable[str], report: IngestReport, walks: list[FolderWalk] | None = None
 ) -> Iterator[Found]:
-    """(absolute path, stat or None) of each file; folders are walked recursively (each walk is
-    appended to ``walks``). A path that does not exist is recorded in ``report.not_found``; one
-    that is not a regular file fails with what it is."""
+    """(absolute path, stat or None) of each file (see :func:`iter_file_lists`)."""
+    return itertools.chain.from_iterable(iter_file_lists(paths, report, walks))
+
+
+def iter_file_lists(
+    paths: Iterable[str], report: IngestReport, walks: list[FolderWalk] | None = None
+) -> Iterator[list[Found]]:
+    """(absolute path, stat or None) of each file, a list at a time: a folder's files one list
+    per folder, a file named by the caller a list of one. Folders are walked recursively (each
+    walk is appended to ``walks``). A path that does not exist is recorded in
+    ``report.not_found``; one that is not a regular file fails with what it is."""
     for given in paths:
         path = Path(given)
         if path.is_dir():
@@ -192,7 +208,7 @@ def iter_files(
         elif path.exists():
             what = not_regular(path)
             if what is None:
-                yield os.path.abspath(path), None
+                yield [(os.path.abspath(path), None)]
             else:
                 report.failed.append((given, f"{what}, not a regular file: only regular files are read"))
         else:

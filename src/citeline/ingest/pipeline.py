@@ -39,9 +39,16 @@ from citeline.ingest.batches import EmbedBatch, failure_reason, fill_vectors, wr
 from citeline.ingest.embed import (
     Progress as Progress,  # (event, amount): "file" per file, "chunks" per chunk embedded
 )
-from citeline.ingest.files import FolderWalk, Found, Sources, iter_files, read_regular, too_big
+from citeline.ingest.files import FolderWalk, Found, Sources, iter_file_lists, read_regular, too_big
 from citeline.ingest.readd import RACY_S as RACY_S  # the racy-file rule (see citeline.ingest.readd)
-from citeline.ingest.readd import KnownFiles, StoredFilesMemo, gone_documents, stamp_unchanged, stored_file
+from citeline.ingest.readd import (
+    KnownFiles,
+    StoredFilesMemo,
+    gone_documents,
+    pass_changed,
+    stamp_unchanged,
+    stored_file,
+)
 from citeline.ingest.registry import parser_for
 from citeline.models import DEFAULT_COLLECTION, Chunk, Document, document_id_for
 from citeline.retrieval.filters import Filter
@@ -268,7 +275,21 @@ class Ingestor:
         )
         done: set[str] = set()
         try:
-            for group in _groups(iter_files(paths, report, walks), LOOKUP_FILES):
+            found = iter_file_lists(paths, report, walks)
+            if self.settings.trust_mtime:
+                found = pass_changed(
+                    found,
+                    known,
+                    sources,
+                    done,
+                    report,
+                    progress,
+                    signature=self.signature,
+                    limit=int(self.settings.max_file_mb * 1024 * 1024),
+                    tags=given_tags,
+                    acl=access,
+                )
+            for group in _groups(itertools.chain.from_iterable(found), LOOKUP_FILES):
                 named = [(sources(path), path, info) for path, info in group]
                 known.look_up(source for source, _, _ in named)
                 for source, path, info in named:
