@@ -50,12 +50,11 @@ sys.path.insert(0, str(HERE))
 
 from shared import (  # noqa: E402
     EDITED_FILE,
-    READDS,
     TOP_K,
     Clock,
     edit_file,
-    median_run,
     query_loop,
+    same_process_readds,
     text_hash,
     time_embeddings,
 )
@@ -145,7 +144,7 @@ def citeline_worker(work: Path) -> None:
     out["cold_ingest"] = {**add(), "chunks": kb.store.count_chunks(Filter.admin())}
     rows_all = export_chunks(kb, corpus)
     (work / "chunks.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows_all), encoding="utf-8")
-    out["readd"] = median_run([add() for _ in range(READDS)])
+    out["readd"] = same_process_readds(add)
     original = edit_file(corpus / EDITED_FILE)
     try:
         out["edit"] = {**add(), "chunks": kb.store.count_chunks(Filter.admin())}

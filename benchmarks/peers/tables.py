@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from shared import READDS, TOP_K
+from shared import READDS, SAME_PROCESS_READDS, TOP_K
 
 
 def markdown(meta: dict[str, Any], rows: dict[str, Any]) -> str:
@@ -19,7 +19,7 @@ def markdown(meta: dict[str, Any], rows: dict[str, Any]) -> str:
 
     def table(kind: str, suffix: str) -> list[str]:
         out = [
-            f"| tool | cold ingest s | re-add s (median of {READDS}) | one-file edit s | query p50 / p95 ms{kind} | peak RSS MB | nDCG@10 |",
+            f"| tool | cold ingest s | re-add s (median of up to {SAME_PROCESS_READDS}) | one-file edit s | query p50 / p95 ms{kind} | peak RSS MB | nDCG@10 |",
             "|---|---|---|---|---|---|---|",
         ]
         for tool, r in rows.items():

@@ -23,13 +23,12 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from shared import (
     EDITED_FILE,
-    READDS,
     Clock,
     chunk_table,
     edit_file,
-    median_run,
     query_loop,
     read_corpus,
+    same_process_readds,
     time_embeddings,
 )
 
@@ -120,7 +119,7 @@ def main() -> None:
         }
 
     out["cold_ingest"] = {**ingest(), "chunks": peer.count_chunks()}
-    out["readd"] = median_run([ingest() for _ in range(READDS)])
+    out["readd"] = same_process_readds(ingest)
     original = edit_file(corpus / EDITED_FILE)
     try:
         out["edit"] = {**ingest(), "chunks": peer.count_chunks()}

@@ -344,7 +344,7 @@ def _skim_case(tmp_path: Path, **change: Any) -> list[str]:
     stored state, stat, tags, ACL or ``done`` set is changed as ``change`` says."""
     from dataclasses import replace
 
-    from citeline.ingest.files import Sources
+    from citeline.ingest.files import FileList, Sources
     from citeline.ingest.readd import KnownFiles, StoredFile, pass_changed
 
     p = tmp_path / "doc.md"
@@ -355,7 +355,7 @@ def _skim_case(tmp_path: Path, **change: Any) -> list[str]:
     known = KnownFiles.__new__(KnownFiles)
     known.whole, known.by_source = change.get("whole", True), {"doc.md": stored}
     report = pipeline.IngestReport()
-    found = [[(str(p), None if change.get("no_stat") else info)]]
+    found = [FileList([str(p)], [None if change.get("no_stat") else info])]
     passed = pass_changed(
         found,
         known,
@@ -368,7 +368,7 @@ def _skim_case(tmp_path: Path, **change: Any) -> list[str]:
         tags=change.get("tags", {}),
         acl=(),
     )
-    out = [Path(path).name for files in passed for path, _ in files]
+    out = [Path(path).name for files in passed for path in files.paths]
     assert len(report.unchanged) == 1 - len(out)
     return out
 

@@ -9,7 +9,7 @@ import stat as stat_module
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
 from citeline.errors import ParseError
 from citeline.ingest.registry import supported_extensions
@@ -119,7 +119,20 @@ class FolderWalk:
 Found = tuple[str, os.stat_result | None]
 
 
-def walk_folder(folder: str, report: IngestReport, walk: FolderWalk) -> Iterator[list[Found]]:
+class FileList(NamedTuple):
+    """Files found together (one folder's, or one file named by the caller): their absolute paths
+    and stats side by side. No object per file: adding a large folder again then allocates little
+    that the garbage collector tracks, so it seldom runs in the middle (a full collection in a
+    large process costs as much as the whole re-add)."""
+
+    paths: list[str]
+    stats: list[os.stat_result | None]
+
+    def found(self) -> Iterator[Found]:
+        return zip(self.paths, self.stats, strict=True)
+
+
+def walk_folder(folder: str, report: IngestReport, walk: FolderWalk) -> Iterator[FileList]:
     """(absolute path, stat) of each regular file with a supported extension under ``folder``
     (absolute), one list per folder (a folder added again is then handled a list at a time, not
     a file at a time), in the order of a sorted top-down ``os.walk`` that does not follow links
@@ -160,12 +173,14 @@ def walk_folder(folder: str, report: IngestReport, walk: FolderWalk) -> Iterator
         prefix = top if top.endswith(os.sep) else top + os.sep
         paths = [prefix + name for name in files]  # what entry.path gives
         walk.seen.update(paths)
-        found: list[Found] = []
+        regular_paths: list[str] = []
+        stats: list[os.stat_result | None] = []
         for path in paths:
             try:  # the common case inline: a folder added again costs little more than its stats
                 regular = stat(path)
                 if S_ISREG(regular.st_mode):
-                    found.append((path, regular))
+                    regular_paths.append(path)
+                    stats.append(regular)
                     continue
             except OSError:
                 pass
@@ -175,9 +190,10 @@ def walk_folder(folder: str, report: IngestReport, walk: FolderWalk) -> Iterator
                     (walk.named(path), f"{what}, not a regular file: only regular files are read")
                 )
                 continue
-            found.append((path, info))
-        if found:
-            yield found
+            regular_paths.append(path)
+            stats.append(info)
+        if regular_paths:
+            yield FileList(regular_paths, stats)
         folders.sort(reverse=True)  # popped in name order: each folder walked whole before the next
         pending.extend(path for _name, path in folders)
 
@@ -186,12 +202,12 @@ def iter_files(
     paths: Iterable[str], report: IngestReport, walks: list[FolderWalk] | None = None
 ) -> Iterator[Found]:
     """(absolute path, stat or None) of each file (see :func:`iter_file_lists`)."""
-    return itertools.chain.from_iterable(iter_file_lists(paths, report, walks))
+    return itertools.chain.from_iterable(files.found() for files in iter_file_lists(paths, report, walks))
 
 
 def iter_file_lists(
     paths: Iterable[str], report: IngestReport, walks: list[FolderWalk] | None = None
-) -> Iterator[list[Found]]:
+) -> Iterator[FileList]:
     """(absolute path, stat or None) of each file, a list at a time: a folder's files one list
     per folder, a file named by the caller a list of one. Folders are walked recursively (each
     walk is appended to ``walks``). A path that does not exist is recorded in
@@ -208,7 +224,7 @@ def iter_file_lists(
         elif path.exists():
             what = not_regular(path)
             if what is None:
-                yield [(os.path.abspath(path), None)]
+                yield FileList([os.path.abspath(path)], [None])
             else:
                 report.failed.append((given, f"{what}, not a regular file: only regular files are read"))
         else:

@@ -289,7 +289,7 @@ class Ingestor:
                     tags=given_tags,
                     acl=access,
                 )
-            for group in _groups(itertools.chain.from_iterable(found), LOOKUP_FILES):
+            for group in _groups(itertools.chain.from_iterable(f.found() for f in found), LOOKUP_FILES):
                 named = [(sources(path), path, info) for path, info in group]
                 known.look_up(source for source, _, _ in named)
                 for source, path, info in named:

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING
 
 from citeline.index.base import Store, StoredFile
 from citeline.ingest.embed import Progress
-from citeline.ingest.files import FolderWalk, Found, Sources
+from citeline.ingest.files import FileList, FolderWalk, Sources
 from citeline.models import document_id_for
 
 if TYPE_CHECKING:
@@ -133,7 +133,7 @@ def stamp_unchanged(
 
 
 def pass_changed(
-    found: Iterable[list[Found]],
+    found: Iterable[FileList],
     known: KnownFiles,
     sources: Sources,
     done: set[str],
@@ -144,8 +144,8 @@ def pass_changed(
     limit: int,
     tags: dict[str, str],
     acl: tuple[str, ...],
-) -> Iterator[list[Found]]:
-    """The files of ``found`` (lists, as ``iter_file_lists`` gives them) that need a closer look.
+) -> Iterator[FileList]:
+    """The files of ``found`` (as ``iter_file_lists`` gives them) that need a closer look.
     A file a folder's walk stat()ed whose stored document has the same stamp
     (``stamp_unchanged``), tags and ACL is counted unchanged here (and its source put in
     ``done``), in one tight loop: a folder added again costs little more than its stats. Only for
@@ -158,8 +158,8 @@ def pass_changed(
     prefix = sources.prefix if os.sep == "/" else None  # under it, a source is the rest of the path
     cut = len(sources.prefix)
     for files in found:
-        slow: list[Found] = []
-        for path, info in files:
+        slow = FileList([], [])
+        for path, info in zip(files.paths, files.stats, strict=True):
             if info is not None:
                 source = path[cut:] if prefix is not None and path.startswith(prefix) else sources(path)
                 stored = by_source.get(source)
@@ -173,10 +173,11 @@ def pass_changed(
                     done.add(source)
                     unchanged.append(source)
                     continue
-            slow.append((path, info))
-        if progress and len(slow) < len(files):
-            progress("file", len(files) - len(slow))
-        if slow:
+            slow.paths.append(path)
+            slow.stats.append(info)
+        if progress and len(slow.paths) < len(files.paths):
+            progress("file", len(files.paths) - len(slow.paths))
+        if slow.paths:
             yield slow
 
 
