@@ -355,7 +355,8 @@ def _skim_case(tmp_path: Path, **change: Any) -> list[str]:
     known = KnownFiles.__new__(KnownFiles)
     known.whole, known.by_source = change.get("whole", True), {"doc.md": stored}
     report = pipeline.IngestReport()
-    found = [FileList([str(p)], [None if change.get("no_stat") else info])]
+    stamped = not change.get("no_stat")
+    found = [FileList([str(p)], [info.st_size if stamped else None], [info.st_mtime if stamped else None])]
     passed = pass_changed(
         found,
         known,

@@ -270,7 +270,7 @@ def _run_files(
             item = next(files, None)
             if item is None:
                 return
-            path, info = item
+            path, stamp = item
             source = sources(path)
             try:
                 if source in done:  # named twice: compared with what is stored now
@@ -279,7 +279,7 @@ def _run_files(
                     known.look_up([source])
                     existing = known.get(source)
                 done.add(source)
-                job = ingestor.job(source, path, collection, dict(tags), acl, report, existing, info)
+                job = ingestor.job(source, path, collection, dict(tags), acl, report, existing, stamp)
             except IndexUnavailableError:
                 raise
             except FILE_ERRORS as exc:

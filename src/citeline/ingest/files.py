@@ -115,25 +115,30 @@ class FolderWalk:
         return str(Path(self.given) / os.path.relpath(path, self.folder))
 
 
-#: a file found: its absolute path and its stat (None for a file named by the caller: not looked at yet)
-Found = tuple[str, os.stat_result | None]
+#: a regular file's size and modification time, as a stat() gave them
+Stamp = tuple[int, float]
+#: a file found: its absolute path and its stamp (None for a file named by the caller: not looked at yet)
+Found = tuple[str, Stamp | None]
 
 
 class FileList(NamedTuple):
-    """Files found together (one folder's, or one file named by the caller): their absolute paths
-    and stats side by side. No object per file: adding a large folder again then allocates little
-    that the garbage collector tracks, so it seldom runs in the middle (a full collection in a
-    large process costs as much as the whole re-add)."""
+    """Files found together (one folder's, or one file named by the caller): their absolute paths,
+    sizes and modification times side by side (None: not looked at yet). Plain numbers, no object
+    per file kept: adding a large folder again then gives the garbage collector little to count,
+    so it seldom runs in the middle (a full collection in a large process costs as much as the
+    whole re-add)."""
 
     paths: list[str]
-    stats: list[os.stat_result | None]
+    sizes: list[int | None]
+    mtimes: list[float | None]
 
     def found(self) -> Iterator[Found]:
-        return zip(self.paths, self.stats, strict=True)
+        for path, size, mtime in zip(self.paths, self.sizes, self.mtimes, strict=True):
+            yield path, None if size is None or mtime is None else (size, mtime)
 
 
 def walk_folder(folder: str, report: IngestReport, walk: FolderWalk) -> Iterator[FileList]:
-    """(absolute path, stat) of each regular file with a supported extension under ``folder``
+    """(absolute path, size, mtime) of each regular file with a supported extension under ``folder``
     (absolute), one list per folder (a folder added again is then handled a list at a time, not
     a file at a time), in the order of a sorted top-down ``os.walk`` that does not follow links
     to folders; hidden files and folders are left out, other kinds of files are reported as
@@ -143,9 +148,24 @@ def walk_folder(folder: str, report: IngestReport, walk: FolderWalk) -> Iterator
     pending = [folder]
     while pending:
         top = pending.pop()
-        try:
+        files: list[str] = []
+        folders: list[tuple[str, str]] = []
+        try:  # entries looked at as they come: none kept, the garbage collector has less to count
             with os.scandir(top) as it:
-                entries = list(it)
+                for entry in it:
+                    name = entry.name
+                    try:
+                        is_dir = entry.is_dir()
+                    except OSError:
+                        is_dir = False
+                    if is_dir:
+                        if not name.startswith(".") and not entry.is_symlink():
+                            folders.append((name, entry.path))
+                        continue
+                    dot = name.rfind(".")  # Path.suffix: none for ".name", "name." or no dot
+                    if dot <= 0 or dot == len(name) - 1 or name[dot:].lower() not in exts:
+                        continue
+                    files.append(name)
         except OSError as exc:
             where = exc.filename if exc.filename is not None else top
             walk.unreadable.append(os.path.abspath(where))
@@ -153,47 +173,32 @@ def walk_folder(folder: str, report: IngestReport, walk: FolderWalk) -> Iterator
                 (walk.named(os.path.abspath(where)), f"folder not readable ({exc.strerror or exc})")
             )
             continue
-        files: list[str] = []
-        folders: list[tuple[str, str]] = []
-        for entry in entries:
-            name = entry.name
-            try:
-                is_dir = entry.is_dir()
-            except OSError:
-                is_dir = False
-            if is_dir:
-                if not name.startswith(".") and not entry.is_symlink():
-                    folders.append((name, entry.path))
-                continue
-            dot = name.rfind(".")  # Path.suffix: none for ".name", "name." or no dot
-            if dot <= 0 or dot == len(name) - 1 or name[dot:].lower() not in exts:
-                continue
-            files.append(name)
         files.sort()
         prefix = top if top.endswith(os.sep) else top + os.sep
         paths = [prefix + name for name in files]  # what entry.path gives
         walk.seen.update(paths)
-        regular_paths: list[str] = []
-        stats: list[os.stat_result | None] = []
+        found = FileList([], [], [])
         for path in paths:
             try:  # the common case inline: a folder added again costs little more than its stats
-                regular = stat(path)
-                if S_ISREG(regular.st_mode):
-                    regular_paths.append(path)
-                    stats.append(regular)
+                info = stat(path)
+                if S_ISREG(info.st_mode):
+                    found.paths.append(path)
+                    found.sizes.append(info.st_size)
+                    found.mtimes.append(info.st_mtime)
                     continue
             except OSError:
                 pass
-            info, what = regular_stat(path)  # why not (or regular by now)
-            if info is None:
+            regular, what = regular_stat(path)  # why not (or regular by now)
+            if regular is None:
                 report.skipped.append(
                     (walk.named(path), f"{what}, not a regular file: only regular files are read")
                 )
                 continue
-            regular_paths.append(path)
-            stats.append(info)
-        if regular_paths:
-            yield FileList(regular_paths, stats)
+            found.paths.append(path)
+            found.sizes.append(regular.st_size)
+            found.mtimes.append(regular.st_mtime)
+        if found.paths:
+            yield found
         folders.sort(reverse=True)  # popped in name order: each folder walked whole before the next
         pending.extend(path for _name, path in folders)
 
@@ -201,14 +206,14 @@ def walk_folder(folder: str, report: IngestReport, walk: FolderWalk) -> Iterator
 def iter_files(
     paths: Iterable[str], report: IngestReport, walks: list[FolderWalk] | None = None
 ) -> Iterator[Found]:
-    """(absolute path, stat or None) of each file (see :func:`iter_file_lists`)."""
+    """(absolute path, stamp or None) of each file (see :func:`iter_file_lists`)."""
     return itertools.chain.from_iterable(files.found() for files in iter_file_lists(paths, report, walks))
 
 
 def iter_file_lists(
     paths: Iterable[str], report: IngestReport, walks: list[FolderWalk] | None = None
 ) -> Iterator[FileList]:
-    """(absolute path, stat or None) of each file, a list at a time: a folder's files one list
+    """(absolute path, stamp or None) of each file, a list at a time: a folder's files one list
     per folder, a file named by the caller a list of one. Folders are walked recursively (each
     walk is appended to ``walks``). A path that does not exist is recorded in
     ``report.not_found``; one that is not a regular file fails with what it is."""
@@ -224,7 +229,7 @@ def iter_file_lists(
         elif path.exists():
             what = not_regular(path)
             if what is None:
-                yield FileList([os.path.abspath(path)], [None])
+                yield FileList([os.path.abspath(path)], [None], [None])
             else:
                 report.failed.append((given, f"{what}, not a regular file: only regular files are read"))
         else:

@@ -39,7 +39,16 @@ from citeline.ingest.batches import EmbedBatch, failure_reason, fill_vectors, wr
 from citeline.ingest.embed import (
     Progress as Progress,  # (event, amount): "file" per file, "chunks" per chunk embedded
 )
-from citeline.ingest.files import FolderWalk, Found, Sources, iter_file_lists, read_regular, too_big
+from citeline.ingest.files import (
+    FolderWalk,
+    Found,
+    Sources,
+    Stamp,
+    iter_file_lists,
+    read_regular,
+    regular_stat,
+    too_big,
+)
 from citeline.ingest.readd import RACY_S as RACY_S  # the racy-file rule (see citeline.ingest.readd)
 from citeline.ingest.readd import (
     KnownFiles,
@@ -290,16 +299,16 @@ class Ingestor:
                     acl=access,
                 )
             for group in _groups(itertools.chain.from_iterable(f.found() for f in found), LOOKUP_FILES):
-                named = [(sources(path), path, info) for path, info in group]
+                named = [(sources(path), path, stamp) for path, stamp in group]
                 known.look_up(source for source, _, _ in named)
-                for source, path, info in named:
+                for source, path, stamp in named:
                     existing = known.get(source)
                     if source in done:  # named twice: compare with what the first one wrote
                         batch.flush()
                         existing = known.fresh(source)
                     done.add(source)
                     try:
-                        job = self.job(source, path, collection, given_tags, access, report, existing, info)
+                        job = self.job(source, path, collection, given_tags, access, report, existing, stamp)
                         if job is not None:  # "file" fires when the batch writes it
                             batch.add(prepare(job, self.chunker, self.signature, self.settings))
                             continue
@@ -419,19 +428,17 @@ class Ingestor:
         acl: tuple[str, ...],
         report: IngestReport,
         existing: StoredFile | None,
-        info: os.stat_result | None = None,
+        stamp: Stamp | None = None,
     ) -> FileJob | None:
         """Read and hash the regular file at ``path`` (absolute); None when it is unchanged (its
         tags and ACL are brought up to date). ``existing``: its stored document (None: not stored);
-        ``info``: its stat when already taken (a folder's walk takes it)."""
+        ``stamp``: its size and modification time when already taken (a folder's walk takes them)."""
         limit = int(self.settings.max_file_mb * 1024 * 1024)
         if existing is not None and self.settings.trust_mtime:
-            if info is None:
-                try:
-                    info = os.stat(path)
-                except OSError:
-                    info = None
-            if info is not None and stamp_unchanged(existing, path, info, self.signature, limit):
+            if stamp is None:
+                info, _ = regular_stat(path)
+                stamp = None if info is None else (info.st_size, info.st_mtime)
+            if stamp is not None and stamp_unchanged(existing, path, stamp, self.signature, limit):
                 self._unchanged(existing, tags, acl, report, source)
                 return None
         data, mtime = read_regular(path, source, limit)

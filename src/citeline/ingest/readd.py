@@ -14,13 +14,12 @@ the store since (``StoredFilesMemo``), so the stats are most of what a re-add co
 from __future__ import annotations
 
 import os
-import stat as stat_module
 from collections.abc import Collection, Iterable, Iterator
 from typing import TYPE_CHECKING
 
 from citeline.index.base import Store, StoredFile
 from citeline.ingest.embed import Progress
-from citeline.ingest.files import FileList, FolderWalk, Sources
+from citeline.ingest.files import FileList, FolderWalk, Sources, Stamp
 from citeline.models import document_id_for
 
 if TYPE_CHECKING:
@@ -115,19 +114,18 @@ def stored_file(store: Store, document_id: str) -> StoredFile | None:
     return None if doc is None else StoredFile.of(doc)
 
 
-def stamp_unchanged(
-    stored: StoredFile, absolute: str, info: os.stat_result, signature: str, limit: int
-) -> bool:
-    """True when the file may be taken as unchanged without reading it: the same pipeline, path,
-    size and modification time as its document, and the document was indexed more than RACY_S
-    after that time (a file changed again within the clock's granularity is read)."""
+def stamp_unchanged(stored: StoredFile, absolute: str, stamp: Stamp, signature: str, limit: int) -> bool:
+    """True when the regular file at ``absolute`` may be taken as unchanged without reading it:
+    the same pipeline, path, size and modification time (``stamp``) as its document, and the
+    document was indexed more than RACY_S after that time (a file changed again within the
+    clock's granularity is read)."""
+    size, mtime = stamp
     return (
         stored.pipeline == signature
         and stored.path == absolute
-        and stat_module.S_ISREG(info.st_mode)
-        and info.st_size == stored.size
-        and info.st_size <= limit
-        and info.st_mtime == stored.mtime
+        and size == stored.size
+        and size <= limit
+        and mtime == stored.mtime
         and stored.updated_at - stored.mtime > RACY_S
     )
 
@@ -147,7 +145,7 @@ def pass_changed(
 ) -> Iterator[FileList]:
     """The files of ``found`` (as ``iter_file_lists`` gives them) that need a closer look.
     A file a folder's walk stat()ed whose stored document has the same stamp
-    (``stamp_unchanged``), tags and ACL is counted unchanged here (and its source put in
+    (``stamp_unchanged``, written out here), tags and ACL is counted unchanged here (and its source put in
     ``done``), in one tight loop: a folder added again costs little more than its stats. Only for
     a whole read of the collection (``known.whole``)."""
     if not known.whole:
@@ -158,23 +156,29 @@ def pass_changed(
     prefix = sources.prefix if os.sep == "/" else None  # under it, a source is the rest of the path
     cut = len(sources.prefix)
     for files in found:
-        slow = FileList([], [])
-        for path, info in zip(files.paths, files.stats, strict=True):
-            if info is not None:
+        slow = FileList([], [], [])
+        for path, size, mtime in zip(files.paths, files.sizes, files.mtimes, strict=True):
+            if size is not None and mtime is not None:
                 source = path[cut:] if prefix is not None and path.startswith(prefix) else sources(path)
                 stored = by_source.get(source)
-                if (
+                if (  # stamp_unchanged, inline: no tuple per file
                     stored is not None
                     and stored.tags == tags
                     and stored.acl == acl
-                    and stamp_unchanged(stored, path, info, signature, limit)
+                    and stored.pipeline == signature
+                    and stored.path == path
+                    and size == stored.size
+                    and size <= limit
+                    and mtime == stored.mtime
+                    and stored.updated_at - stored.mtime > RACY_S
                     and source not in done
                 ):
                     done.add(source)
                     unchanged.append(source)
                     continue
             slow.paths.append(path)
-            slow.stats.append(info)
+            slow.sizes.append(size)
+            slow.mtimes.append(mtime)
         if progress and len(slow.paths) < len(files.paths):
             progress("file", len(files.paths) - len(slow.paths))
         if slow.paths:
