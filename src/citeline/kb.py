@@ -28,6 +28,7 @@ from citeline.trace import Trace, TraceSummary
 
 if TYPE_CHECKING:
     from citeline.answer.answerer import SentenceListener
+    from citeline.ingest.files import Listings
     from citeline.ingest.pipeline import Ingestor, IngestReport, Progress
     from citeline.ingest.readd import StoredFilesMemo
 
@@ -71,6 +72,7 @@ class KnowledgeBase:
     def __init__(self, settings: Settings, store: Store, *, embedder: Any = None) -> None:
         self.components = Components(settings, store, embedder=embedder)
         self._stored_memo: StoredFilesMemo | None = None  # the stored files between adds
+        self._listings: Listings | None = None  # the folders listed between adds
 
     @property
     def settings(self) -> Settings:
@@ -95,12 +97,17 @@ class KnowledgeBase:
     # -- ingestion -----------------------------------------------------------------------------
 
     def _ingestor(self) -> Ingestor:
+        from citeline.ingest.files import Listings
         from citeline.ingest.pipeline import Ingestor  # parsers and chunking: not needed to search
         from citeline.ingest.readd import StoredFilesMemo
 
         if self._stored_memo is None:
             self._stored_memo = StoredFilesMemo()
-        return Ingestor(self.store, self.embedder, self.settings, memo=self._stored_memo)
+        if self._listings is None:
+            self._listings = Listings()
+        return Ingestor(
+            self.store, self.embedder, self.settings, memo=self._stored_memo, listings=self._listings
+        )
 
     def add(
         self,

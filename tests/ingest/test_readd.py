@@ -395,3 +395,75 @@ def test_only_files_whose_stamp_tags_and_acl_match_skip_the_slow_path(
     tmp_path: Path, change: dict[str, Any], slow: list[str]
 ) -> None:
     assert _skim_case(tmp_path, **change) == slow
+
+
+def _age(*folders: Path) -> None:
+    """Folders last changed an hour ago (their listing is then reused by the next add)."""
+    for folder in folders:
+        os.utime(folder, (OLD, OLD))
+
+
+def test_an_unchanged_folder_is_not_listed_again(
+    hkb: KnowledgeBase, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import citeline.ingest.files as files
+
+    docs = tmp_path / "docs"
+    _docs(docs, 3)
+    (docs / "sub").mkdir()
+    _write(docs / "sub" / "deep.md", "# Deep\n\nThe deep valve V9 opens slowly.\n")
+    _age(docs, docs / "sub")
+    _add(hkb, docs)
+    listed: list[str] = []
+    real = files._list
+    monkeypatch.setattr(files, "_list", lambda top, exts: listed.append(top) or real(top, exts))
+    report = _add(hkb, docs)
+    assert len(report.unchanged) == 4 and listed == []
+    # a file created in the subfolder moves that folder's time: listed again, the file added
+    _write(docs / "sub" / "new.md", "# New\n\nThe new valve V10 opens fast.\n")
+    report = _add(hkb, docs)
+    assert report.added == ["sub/new.md"] and listed == [str(docs / "sub")]
+    # a file removed from the top folder: listed again, its document removed
+    _age(docs / "sub")
+    _add(hkb, docs)
+    listed.clear()
+    (docs / "doc1.md").unlink()
+    report = _add(hkb, docs)
+    assert report.removed == ["doc1.md"] and listed == [str(docs)]
+
+
+def test_a_renamed_file_in_an_old_folder_is_seen(hkb: KnowledgeBase, tmp_path: Path) -> None:
+    docs = tmp_path / "docs"
+    _docs(docs, 2)
+    _age(docs)
+    _add(hkb, docs)
+    _add(hkb, docs)  # its listing is reused from here on
+    (docs / "doc0.md").rename(docs / "renamed.md")
+    report = _add(hkb, docs)
+    assert report.added == ["renamed.md"] and report.removed == ["doc0.md"]
+
+
+@pytest.mark.parametrize(
+    ("age_s", "moved_ns", "exts", "reused"),
+    [
+        (3600.0, 0, None, True),
+        (3600.0, 1, None, False),  # its time moved: an entry was made, removed or renamed
+        (1.0, 0, None, False),  # listed within RACY_S of its time: it may change unseen
+        (3600.0, 0, frozenset({".txt"}), False),  # other extensions are read now
+    ],
+)
+def test_a_listing_is_reused_only_for_the_same_folder_time_and_extensions(
+    tmp_path: Path, age_s: float, moved_ns: int, exts: frozenset[str] | None, reused: bool
+) -> None:
+    from citeline.ingest.files import Listings
+
+    info = os.stat(tmp_path)
+    listings = Listings()
+    listed_exts = frozenset({".md"})
+    listings.put(str(tmp_path), info, info.st_mtime + age_s, listed_exts, ["a.md"], [])
+    now = info
+    if moved_ns:
+        os.utime(tmp_path, ns=(info.st_atime_ns, info.st_mtime_ns + moved_ns))
+        now = os.stat(tmp_path)
+    got = listings.get(str(tmp_path), now, exts or listed_exts)
+    assert (got is not None) == reused

@@ -6,7 +6,8 @@ from __future__ import annotations
 import itertools
 import os
 import stat as stat_module
-from collections.abc import Iterable, Iterator
+import time
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, NamedTuple
@@ -115,6 +116,49 @@ class FolderWalk:
         return str(Path(self.given) / os.path.relpath(path, self.folder))
 
 
+#: a file or folder modified less than this long before it was looked at may change again within the
+#: clock's granularity without its modification time moving: it is looked at again next time
+RACY_S = 2.0
+
+
+class Listings:
+    """What a walk listed in each folder (its supported files, sorted, and its subfolders), kept
+    between walks in one process (a knowledge base's adds). Creating, removing or renaming an
+    entry moves a folder's modification time, so a folder whose time is unchanged, and that was
+    listed more than RACY_S after that time, holds the same entries: it is not listed again, and
+    a folder added again costs one stat per folder and one per file. Only where modification
+    times are trusted (``trust_mtime``)."""
+
+    def __init__(self) -> None:
+        self._by_folder: dict[
+            str, tuple[int, float, frozenset[str], tuple[str, ...], tuple[tuple[str, str], ...]]
+        ] = {}
+
+    def get(
+        self, folder: str, info: os.stat_result, exts: frozenset[str]
+    ) -> tuple[tuple[str, ...], tuple[tuple[str, str], ...]] | None:
+        """(file names, (name, path) of subfolders) as listed before, when still valid."""
+        kept = self._by_folder.get(folder)
+        if kept is None:
+            return None
+        mtime_ns, listed_at, kept_exts, files, folders = kept
+        if mtime_ns != info.st_mtime_ns or kept_exts != exts or listed_at - info.st_mtime <= RACY_S:
+            return None
+        return files, folders
+
+    def put(
+        self,
+        folder: str,
+        info: os.stat_result,
+        listed_at: float,
+        exts: frozenset[str],
+        files: list[str],
+        folders: list[tuple[str, str]],
+    ) -> None:
+        """``folder``'s entries, listed from ``listed_at`` on, its stat taken before that."""
+        self._by_folder[folder] = (info.st_mtime_ns, listed_at, exts, tuple(files), tuple(folders))
+
+
 #: a regular file's size and modification time, as a stat() gave them
 Stamp = tuple[int, float]
 #: a file found: its absolute path and its stamp (None for a file named by the caller: not looked at yet)
@@ -137,43 +181,44 @@ class FileList(NamedTuple):
             yield path, None if size is None or mtime is None else (size, mtime)
 
 
-def walk_folder(folder: str, report: IngestReport, walk: FolderWalk) -> Iterator[FileList]:
+def walk_folder(
+    folder: str, report: IngestReport, walk: FolderWalk, listings: Listings | None = None
+) -> Iterator[FileList]:
     """(absolute path, size, mtime) of each regular file with a supported extension under ``folder``
     (absolute), one list per folder (a folder added again is then handled a list at a time, not
     a file at a time), in the order of a sorted top-down ``os.walk`` that does not follow links
     to folders; hidden files and folders are left out, other kinds of files are reported as
-    skipped (named as under the folder the caller named). Each file is stat()ed once, here."""
+    skipped (named as under the folder the caller named). Each file is stat()ed once, here.
+    ``listings``: what earlier walks listed, reused for a folder that has not changed since."""
     exts = frozenset(supported_extensions())
     stat, S_ISREG = os.stat, stat_module.S_ISREG  # looked up once: this loop runs per file
     pending = [folder]
     while pending:
         top = pending.pop()
-        files: list[str] = []
-        folders: list[tuple[str, str]] = []
-        try:  # entries looked at as they come: none kept, the garbage collector has less to count
-            with os.scandir(top) as it:
-                for entry in it:
-                    name = entry.name
-                    try:
-                        is_dir = entry.is_dir()
-                    except OSError:
-                        is_dir = False
-                    if is_dir:
-                        if not name.startswith(".") and not entry.is_symlink():
-                            folders.append((name, entry.path))
-                        continue
-                    dot = name.rfind(".")  # Path.suffix: none for ".name", "name." or no dot
-                    if dot <= 0 or dot == len(name) - 1 or name[dot:].lower() not in exts:
-                        continue
-                    files.append(name)
-        except OSError as exc:
-            where = exc.filename if exc.filename is not None else top
-            walk.unreadable.append(os.path.abspath(where))
-            report.failed.append(
-                (walk.named(os.path.abspath(where)), f"folder not readable ({exc.strerror or exc})")
-            )
-            continue
-        files.sort()
+        folder_info = None
+        if listings is not None:
+            try:  # before listing: an entry made while it is listed moves the time past this one
+                folder_info = stat(top)
+            except OSError:
+                folder_info = None
+        listed = None if folder_info is None or listings is None else listings.get(top, folder_info, exts)
+        files: Sequence[str]
+        folders: Sequence[tuple[str, str]]
+        if listed is not None:
+            files, folders = listed
+        else:
+            listed_at = time.time()
+            try:
+                files, folders = _list(top, exts)
+            except OSError as exc:
+                where = exc.filename if exc.filename is not None else top
+                walk.unreadable.append(os.path.abspath(where))
+                report.failed.append(
+                    (walk.named(os.path.abspath(where)), f"folder not readable ({exc.strerror or exc})")
+                )
+                continue
+            if listings is not None and folder_info is not None:
+                listings.put(top, folder_info, listed_at, exts, files, folders)
         prefix = top if top.endswith(os.sep) else top + os.sep
         paths = [prefix + name for name in files]  # what entry.path gives
         walk.seen.update(paths)
@@ -199,8 +244,33 @@ def walk_folder(folder: str, report: IngestReport, walk: FolderWalk) -> Iterator
             found.mtimes.append(regular.st_mtime)
         if found.paths:
             yield found
-        folders.sort(reverse=True)  # popped in name order: each folder walked whole before the next
         pending.extend(path for _name, path in folders)
+
+
+def _list(top: str, exts: frozenset[str]) -> tuple[list[str], list[tuple[str, str]]]:
+    """The names of ``top``'s files with an extension in ``exts``, sorted, and the (name, path) of
+    its subfolders that are neither hidden nor links, in reverse name order (the walk pops them,
+    so each is walked whole before the next). Entries are looked at as they come: none kept."""
+    files: list[str] = []
+    folders: list[tuple[str, str]] = []
+    with os.scandir(top) as it:
+        for entry in it:
+            name = entry.name
+            try:
+                is_dir = entry.is_dir()
+            except OSError:
+                is_dir = False
+            if is_dir:
+                if not name.startswith(".") and not entry.is_symlink():
+                    folders.append((name, entry.path))
+                continue
+            dot = name.rfind(".")  # Path.suffix: none for ".name", "name." or no dot
+            if dot <= 0 or dot == len(name) - 1 or name[dot:].lower() not in exts:
+                continue
+            files.append(name)
+    files.sort()
+    folders.sort(reverse=True)
+    return files, folders
 
 
 def iter_files(
@@ -211,11 +281,14 @@ def iter_files(
 
 
 def iter_file_lists(
-    paths: Iterable[str], report: IngestReport, walks: list[FolderWalk] | None = None
+    paths: Iterable[str],
+    report: IngestReport,
+    walks: list[FolderWalk] | None = None,
+    listings: Listings | None = None,
 ) -> Iterator[FileList]:
     """(absolute path, stamp or None) of each file, a list at a time: a folder's files one list
     per folder, a file named by the caller a list of one. Folders are walked recursively (each
-    walk is appended to ``walks``). A path that does not exist is recorded in
+    walk is appended to ``walks``; ``listings``: see :func:`walk_folder`). A path that does not exist is recorded in
     ``report.not_found``; one that is not a regular file fails with what it is."""
     for given in paths:
         path = Path(given)
@@ -223,7 +296,7 @@ def iter_file_lists(
             walk = FolderWalk(os.path.abspath(path), given)
             if walks is not None:
                 walks.append(walk)
-            yield from walk_folder(walk.folder, report, walk)
+            yield from walk_folder(walk.folder, report, walk, listings)
         elif os.path.lexists(path) and not os.path.exists(path):
             report.failed.append((given, "a broken symbolic link"))
         elif path.exists():

@@ -42,6 +42,7 @@ from citeline.ingest.embed import (
 from citeline.ingest.files import (
     FolderWalk,
     Found,
+    Listings,
     Sources,
     Stamp,
     iter_file_lists,
@@ -232,15 +233,23 @@ def _groups(items: Iterable[Found], n: int) -> Iterator[list[Found]]:
 
 class Ingestor:
     def __init__(
-        self, store: Store, embedder: Embedder, settings: Settings, *, memo: StoredFilesMemo | None = None
+        self,
+        store: Store,
+        embedder: Embedder,
+        settings: Settings,
+        *,
+        memo: StoredFilesMemo | None = None,
+        listings: Listings | None = None,
     ) -> None:
-        """``memo``: the stored files read by an earlier add (kept by the knowledge base)."""
+        """``memo``: the stored files read by an earlier add; ``listings``: the folders listed by
+        earlier adds (both kept by the knowledge base)."""
         self.store = store
         self.embedder = embedder
         self.settings = settings
         self.chunker = make_chunker(embedder, settings)
         self.signature = pipeline_signature(settings)
         self.stored_memo = memo or StoredFilesMemo()
+        self.listings = listings or Listings()
 
     def add(
         self,
@@ -284,7 +293,8 @@ class Ingestor:
         )
         done: set[str] = set()
         try:
-            found = iter_file_lists(paths, report, walks)
+            listings = self.listings if self.settings.trust_mtime else None
+            found = iter_file_lists(paths, report, walks, listings)
             if self.settings.trust_mtime:
                 found = pass_changed(
                     found,

@@ -19,15 +19,12 @@ from typing import TYPE_CHECKING
 
 from citeline.index.base import Store, StoredFile
 from citeline.ingest.embed import Progress
+from citeline.ingest.files import RACY_S as RACY_S  # a racy file is read again (stamp_unchanged)
 from citeline.ingest.files import FileList, FolderWalk, Sources, Stamp
 from citeline.models import document_id_for
 
 if TYPE_CHECKING:
     from citeline.ingest.pipeline import IngestReport
-
-#: a file modified less than this long before it was indexed is read and hashed again even when
-#: its size and modification time match (it may have changed again within the clock's granularity)
-RACY_S = 2.0
 
 
 class StoredFilesMemo:
