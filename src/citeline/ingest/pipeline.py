@@ -364,6 +364,8 @@ class Ingestor:
             return
         if known is None or not known.whole:
             known = KnownFiles(self.store, collection, whole=True)
+        if walk.seen and not walk.unreadable and not self.stored_memo.file_paths(known.by_source) - walk.seen:
+            return  # every stored document's file was seen: none is gone (a set operation, no loop)
         gone, count = gone_documents(walk, known.by_source.values(), processed or ())
         if not count:
             return

@@ -35,6 +35,15 @@ class StoredFilesMemo:
 
     def __init__(self) -> None:
         self._last: tuple[tuple[object, int], str, dict[str, StoredFile]] | None = None
+        self._paths: tuple[dict[str, StoredFile], frozenset[str]] | None = None
+
+    def file_paths(self, by_source: dict[str, StoredFile]) -> frozenset[str]:
+        """The paths of the files ``by_source``'s documents were read from (uploads have none),
+        worked out once for each stored state handed out."""
+        if self._paths is None or self._paths[0] is not by_source:
+            paths = frozenset(f.path for f in by_source.values() if f.path is not None and not f.uploaded)
+            self._paths = (by_source, paths)
+        return self._paths[1]
 
     def read(self, store: Store, collection: str) -> dict[str, StoredFile]:
         mark = store.write_mark()  # taken before reading: a write after it moves the next mark
