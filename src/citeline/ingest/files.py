@@ -223,28 +223,44 @@ def walk_folder(
         paths = [prefix + name for name in files]  # what entry.path gives
         walk.seen.update(paths)
         found = FileList([], [], [])
-        for path in paths:
-            try:  # the common case inline: a folder added again costs little more than its stats
-                info = stat(path)
-                if S_ISREG(info.st_mode):
-                    found.paths.append(path)
-                    found.sizes.append(info.st_size)
-                    found.mtimes.append(info.st_mtime)
+        fd = _open_folder(top)  # names looked up from the folder: no walk down the whole path each time
+        try:
+            for name, path in zip(files, paths, strict=True):
+                try:  # the common case inline: a folder added again costs little more than its stats
+                    info = stat(path) if fd is None else stat(name, dir_fd=fd)
+                    if S_ISREG(info.st_mode):
+                        found.paths.append(path)
+                        found.sizes.append(info.st_size)
+                        found.mtimes.append(info.st_mtime)
+                        continue
+                except OSError:
+                    pass
+                regular, what = regular_stat(path)  # why not (or regular by now)
+                if regular is None:
+                    report.skipped.append(
+                        (walk.named(path), f"{what}, not a regular file: only regular files are read")
+                    )
                     continue
-            except OSError:
-                pass
-            regular, what = regular_stat(path)  # why not (or regular by now)
-            if regular is None:
-                report.skipped.append(
-                    (walk.named(path), f"{what}, not a regular file: only regular files are read")
-                )
-                continue
-            found.paths.append(path)
-            found.sizes.append(regular.st_size)
-            found.mtimes.append(regular.st_mtime)
+                found.paths.append(path)
+                found.sizes.append(regular.st_size)
+                found.mtimes.append(regular.st_mtime)
+        finally:
+            if fd is not None:
+                os.close(fd)
         if found.paths:
             yield found
         pending.extend(path for _name, path in folders)
+
+
+def _open_folder(top: str) -> int | None:
+    """A descriptor of the folder ``top`` to stat its files by name, or None (not supported here,
+    or it cannot be opened: its files are then stat()ed by path)."""
+    if os.stat not in os.supports_dir_fd:
+        return None
+    try:
+        return os.open(top, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0) | getattr(os, "O_CLOEXEC", 0))
+    except OSError:
+        return None
 
 
 def _list(top: str, exts: frozenset[str]) -> tuple[list[str], list[tuple[str, str]]]:
