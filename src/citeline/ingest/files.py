@@ -16,7 +16,7 @@ from citeline.errors import ParseError
 from citeline.ingest.registry import supported_extensions
 
 if TYPE_CHECKING:
-    from citeline.ingest.pipeline import IngestReport
+    from citeline.ingest.report import IngestReport
 
 
 def source_for(path: str | os.PathLike[str], root: str | os.PathLike[str]) -> str:
@@ -131,7 +131,8 @@ class Listings:
 
     def __init__(self) -> None:
         self._by_folder: dict[
-            str, tuple[int, float, frozenset[str], tuple[str, ...], tuple[tuple[str, str], ...]]
+            str,
+            tuple[tuple[int, int, int], float, frozenset[str], tuple[str, ...], tuple[tuple[str, str], ...]],
         ] = {}
 
     def get(
@@ -141,8 +142,8 @@ class Listings:
         kept = self._by_folder.get(folder)
         if kept is None:
             return None
-        mtime_ns, listed_at, kept_exts, files, folders = kept
-        if mtime_ns != info.st_mtime_ns or kept_exts != exts or listed_at - info.st_mtime <= RACY_S:
+        identity, listed_at, kept_exts, files, folders = kept
+        if identity != _identity(info) or kept_exts != exts or listed_at - info.st_mtime <= RACY_S:
             return None
         return files, folders
 
@@ -156,7 +157,13 @@ class Listings:
         folders: list[tuple[str, str]],
     ) -> None:
         """``folder``'s entries, listed from ``listed_at`` on, its stat taken before that."""
-        self._by_folder[folder] = (info.st_mtime_ns, listed_at, exts, tuple(files), tuple(folders))
+        self._by_folder[folder] = (_identity(info), listed_at, exts, tuple(files), tuple(folders))
+
+
+def _identity(info: os.stat_result) -> tuple[int, int, int]:
+    """A folder's device, inode and modification time: another folder moved to the same path, or
+    an entry made in it, changes one of them."""
+    return info.st_dev, info.st_ino, info.st_mtime_ns
 
 
 #: a regular file's size and modification time, as a stat() gave them

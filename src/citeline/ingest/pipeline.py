@@ -19,7 +19,7 @@ import itertools
 import os
 import time
 from collections.abc import Iterable, Iterator, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import cast
 
@@ -50,16 +50,18 @@ from citeline.ingest.files import (
     regular_stat,
     too_big,
 )
-from citeline.ingest.readd import RACY_S as RACY_S  # the racy-file rule (see citeline.ingest.readd)
+from citeline.ingest.readd import RACY_S as RACY_S  # the racy-file rule (see citeline.ingest.files)
 from citeline.ingest.readd import (
     KnownFiles,
     StoredFilesMemo,
-    gone_documents,
     pass_changed,
+    reconcile,
     stamp_unchanged,
     stored_file,
 )
 from citeline.ingest.registry import parser_for
+from citeline.ingest.report import STAGES as STAGES  # the stages timed in IngestReport.seconds
+from citeline.ingest.report import IngestReport as IngestReport  # what an add did
 from citeline.models import DEFAULT_COLLECTION, Chunk, Document, document_id_for
 from citeline.retrieval.filters import Filter
 from citeline.settings import Settings
@@ -71,65 +73,8 @@ UPLOAD_COLLECTION_PREFIX = "uploads/"
 PIPELINE_VERSION = "5"  # 2: PDF tables; 3: HTML <th> header rows; 4: man pages in <pre>; 5: <dt> sections
 
 
-STAGES = ("parse", "chunk", "embed", "write")
-
 #: files named one by one whose documents are looked up in one query
 LOOKUP_FILES = 256
-
-
-@dataclass
-class IngestReport:
-    added: list[str] = field(default_factory=list)
-    updated: list[str] = field(default_factory=list)
-    unchanged: list[str] = field(default_factory=list)
-    failed: list[tuple[str, str]] = field(default_factory=list)
-    #: documents removed: their files are gone from a folder added again (or `citeline remove`)
-    removed: list[str] = field(default_factory=list)
-    #: entries of a folder that are not regular files (pipes, sockets, devices): never opened
-    skipped: list[tuple[str, str]] = field(default_factory=list)
-    #: documents whose files are gone but that were kept (--keep-missing, or more than half: --prune)
-    missing: list[str] = field(default_factory=list)
-    #: unchanged documents whose tags or ACL were written (they are in ``unchanged`` too)
-    retagged: list[str] = field(default_factory=list)
-    #: paths given that do not exist (a usage error: exit code 2)
-    not_found: list[str] = field(default_factory=list)
-    #: why something was not done (kept documents, an empty or unreadable folder)
-    notes: list[str] = field(default_factory=list)
-    #: True when documents whose files are gone were kept only because removing them needs --prune
-    prune_needed: bool = False
-    chunks_embedded: int = 0
-    chunks_written: int = 0
-    #: wall seconds per stage: parse, chunk (semantic chunking's embedding included), embed, write
-    seconds: dict[str, float] = field(default_factory=lambda: dict.fromkeys(STAGES, 0.0))
-
-    def summary(self) -> str:
-        line = (
-            f"{len(self.added)} added, {len(self.updated)} updated, {len(self.unchanged)} unchanged, "
-            f"{len(self.failed)} failed"
-        )
-        if self.removed:
-            line += f", {len(self.removed)} removed"
-        if self.skipped:
-            line += f", {len(self.skipped)} skipped"
-        if self.missing:
-            line += f", {len(self.missing)} missing (kept)"
-        return line
-
-    def to_json(self) -> dict[str, object]:
-        return {
-            "added": self.added,
-            "updated": self.updated,
-            "unchanged": self.unchanged,
-            "failed": [{"source": s, "reason": r} for s, r in self.failed],
-            "removed": self.removed,
-            "skipped": [{"source": s, "reason": r} for s, r in self.skipped],
-            "missing": self.missing,
-            "retagged": self.retagged,
-            "notes": self.notes,
-            "chunks_embedded": self.chunks_embedded,
-            "chunks_written": self.chunks_written,
-            "seconds": {stage: round(s, 3) for stage, s in self.seconds.items()},
-        }
 
 
 def make_chunker(embedder: Embedder, settings: Settings) -> Chunker:
@@ -357,38 +302,13 @@ class Ingestor:
         known: KnownFiles | None = None,
         processed: set[str] | None = None,
     ) -> None:
-        """Remove the documents of ``walk.folder`` whose files are gone (see :meth:`add`).
-        ``known``: the collection's documents as read before this run (else read now);
-        ``processed``: the sources added in this run (never gone)."""
+        """Remove the documents of ``walk.folder`` whose files are gone (see :meth:`add` and
+        :func:`citeline.ingest.readd.reconcile`)."""
         if collection.startswith(UPLOAD_COLLECTION_PREFIX):
             return
         if known is None or not known.whole:
             known = KnownFiles(self.store, collection, whole=True)
-        if walk.seen and not walk.unreadable and not self.stored_memo.file_paths(known.by_source) - walk.seen:
-            return  # every stored document's file was seen: none is gone (a set operation, no loop)
-        gone, count = gone_documents(walk, known.by_source.values(), processed or ())
-        if not count:
-            return
-        if walk.folder in walk.unreadable or not walk.seen:
-            report.notes.append(
-                f"{walk.folder}: {'could not be listed' if walk.folder in walk.unreadable else 'holds no file'}"
-                f"; none of its {count} documents was removed"
-            )
-            return
-        if not gone:
-            return
-        if keep_missing or (len(gone) * 2 > count and not prune):
-            report.missing.extend(d.source for d in gone)
-            if not keep_missing:
-                report.prune_needed = True
-                report.notes.append(
-                    f"{walk.folder}: the files of {len(gone)} of its {count} documents are gone; removing "
-                    "more than half of a folder's documents needs --prune (or --keep-missing to keep them)"
-                )
-            return
-        for doc in gone:
-            self.store.remove_document(doc.id)
-            report.removed.append(doc.source)
+        reconcile(self.store, walk, known, self.stored_memo, report, keep_missing, prune, processed or set())
 
     def add_bytes(
         self,

@@ -24,7 +24,7 @@ from citeline.ingest.files import FileList, FolderWalk, Sources, Stamp
 from citeline.models import document_id_for
 
 if TYPE_CHECKING:
-    from citeline.ingest.pipeline import IngestReport
+    from citeline.ingest.report import IngestReport
 
 
 class StoredFilesMemo:
@@ -150,10 +150,10 @@ def pass_changed(
     acl: tuple[str, ...],
 ) -> Iterator[FileList]:
     """The files of ``found`` (as ``iter_file_lists`` gives them) that need a closer look.
-    A file a folder's walk stat()ed whose stored document has the same stamp
-    (``stamp_unchanged``, written out here), tags and ACL is counted unchanged here (and its source put in
-    ``done``), in one tight loop: a folder added again costs little more than its stats. Only for
-    a whole read of the collection (``known.whole``)."""
+    A file a folder's walk stat()ed whose stored document has the same stamp (``stamp_unchanged``,
+    written out here), tags and ACL is counted unchanged here (and its source put in ``done``),
+    in one tight loop: a folder added again costs little more than its stats. Only for a whole
+    read of the collection (``known.whole``)."""
     if not known.whole:
         yield from found
         return
@@ -216,3 +216,44 @@ def gone_documents(
         and not os.path.lexists(path)
     ]
     return gone, len(docs)
+
+
+def reconcile(
+    store: Store,
+    walk: FolderWalk,
+    known: KnownFiles,
+    memo: StoredFilesMemo,
+    report: IngestReport,
+    keep_missing: bool,
+    prune: bool,
+    processed: Collection[str],
+) -> None:
+    """Remove the documents of ``walk.folder`` whose files are gone (``gone_documents``), from
+    ``known``, the whole collection as read before the add (``processed``: its sources added in
+    this run). Nothing is removed when the folder holds no file or could not be listed; more than
+    half of its documents only with ``prune``; ``keep_missing`` reports them as missing instead."""
+    if walk.seen and not walk.unreadable and not memo.file_paths(known.by_source) - walk.seen:
+        return  # every stored document's file was seen: none is gone (a set operation, no loop)
+    gone, count = gone_documents(walk, known.by_source.values(), processed)
+    if not count:
+        return
+    if walk.folder in walk.unreadable or not walk.seen:
+        report.notes.append(
+            f"{walk.folder}: {'could not be listed' if walk.folder in walk.unreadable else 'holds no file'}"
+            f"; none of its {count} documents was removed"
+        )
+        return
+    if not gone:
+        return
+    if keep_missing or (len(gone) * 2 > count and not prune):
+        report.missing.extend(d.source for d in gone)
+        if not keep_missing:
+            report.prune_needed = True
+            report.notes.append(
+                f"{walk.folder}: the files of {len(gone)} of its {count} documents are gone; removing "
+                "more than half of a folder's documents needs --prune (or --keep-missing to keep them)"
+            )
+        return
+    for doc in gone:
+        store.remove_document(doc.id)
+        report.removed.append(doc.source)

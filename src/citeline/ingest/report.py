@@ -1,0 +1,63 @@
+"""What an add did: the files added, updated, unchanged, failed, removed, skipped or kept, and the
+seconds each stage took."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+STAGES = ("parse", "chunk", "embed", "write")
+
+
+@dataclass
+class IngestReport:
+    added: list[str] = field(default_factory=list)
+    updated: list[str] = field(default_factory=list)
+    unchanged: list[str] = field(default_factory=list)
+    failed: list[tuple[str, str]] = field(default_factory=list)
+    #: documents removed: their files are gone from a folder added again (or `citeline remove`)
+    removed: list[str] = field(default_factory=list)
+    #: entries of a folder that are not regular files (pipes, sockets, devices): never opened
+    skipped: list[tuple[str, str]] = field(default_factory=list)
+    #: documents whose files are gone but that were kept (--keep-missing, or more than half: --prune)
+    missing: list[str] = field(default_factory=list)
+    #: unchanged documents whose tags or ACL were written (they are in ``unchanged`` too)
+    retagged: list[str] = field(default_factory=list)
+    #: paths given that do not exist (a usage error: exit code 2)
+    not_found: list[str] = field(default_factory=list)
+    #: why something was not done (kept documents, an empty or unreadable folder)
+    notes: list[str] = field(default_factory=list)
+    #: True when documents whose files are gone were kept only because removing them needs --prune
+    prune_needed: bool = False
+    chunks_embedded: int = 0
+    chunks_written: int = 0
+    #: wall seconds per stage: parse, chunk (semantic chunking's embedding included), embed, write
+    seconds: dict[str, float] = field(default_factory=lambda: dict.fromkeys(STAGES, 0.0))
+
+    def summary(self) -> str:
+        line = (
+            f"{len(self.added)} added, {len(self.updated)} updated, {len(self.unchanged)} unchanged, "
+            f"{len(self.failed)} failed"
+        )
+        if self.removed:
+            line += f", {len(self.removed)} removed"
+        if self.skipped:
+            line += f", {len(self.skipped)} skipped"
+        if self.missing:
+            line += f", {len(self.missing)} missing (kept)"
+        return line
+
+    def to_json(self) -> dict[str, object]:
+        return {
+            "added": self.added,
+            "updated": self.updated,
+            "unchanged": self.unchanged,
+            "failed": [{"source": s, "reason": r} for s, r in self.failed],
+            "removed": self.removed,
+            "skipped": [{"source": s, "reason": r} for s, r in self.skipped],
+            "missing": self.missing,
+            "retagged": self.retagged,
+            "notes": self.notes,
+            "chunks_embedded": self.chunks_embedded,
+            "chunks_written": self.chunks_written,
+            "seconds": {stage: round(s, 3) for stage, s in self.seconds.items()},
+        }
