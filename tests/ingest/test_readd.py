@@ -467,3 +467,19 @@ def test_a_listing_is_reused_only_for_the_same_folder_time_and_extensions(
         now = os.stat(tmp_path)
     got = listings.get(str(tmp_path), now, exts or listed_exts)
     assert (got is not None) == reused
+
+
+def test_a_listing_is_not_reused_for_another_folder_moved_to_the_same_path(tmp_path: Path) -> None:
+    from citeline.ingest.files import Listings
+
+    first, second = tmp_path / "a", tmp_path / "b"
+    first.mkdir()
+    second.mkdir()
+    os.utime(second, ns=(first.stat().st_atime_ns, first.stat().st_mtime_ns))  # the same time
+    listings = Listings()
+    exts = frozenset({".md"})
+    listings.put(str(first), first.stat(), first.stat().st_mtime + 3600, exts, ["a.md"], [])
+    assert listings.get(str(first), first.stat(), exts) is not None
+    first.rename(tmp_path / "old")
+    second.rename(first)  # another folder, same path and time: its inode differs
+    assert listings.get(str(first), first.stat(), exts) is None
