@@ -126,7 +126,10 @@ def test_second_sets_convert() -> None:
     pubmed = load_dataset(shared_dataset("pubmedqa"), "test")
     assert len(pubmed.corpus) == 1000 and len(pubmed.queries) == 500
     assert all(rel == {qid: 1} for qid, rel in pubmed.qrels.items())
-    assert len(load_dataset(shared_dataset("pubmedqa"), "train").queries) == 500
+    train = load_dataset(shared_dataset("pubmedqa"), "train")
+    # what is fitted on train never reads a test abstract
+    assert len(train.queries) == 500 and set(train.corpus) == set(train.queries)
+    assert not set(train.corpus) & set(pubmed.queries)
     climate = load_dataset(shared_dataset("climate-fever"))
     assert len(climate.corpus) == 5240 and all(climate.qrels.values())
     assert set(climate.queries) == set(climate.qrels)

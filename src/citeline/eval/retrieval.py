@@ -63,15 +63,17 @@ def load_pubmedqa(root: Path, split: str = "test") -> BeirDataset:
     """PubMedQA PQA-L as retrieval: 1,000 abstracts (contexts, no title), a question finds its own.
 
     ``test`` = the 500 PMIDs of test_ground_truth.json, ``train`` = the other 500, ``all`` = 1,000.
-    The question is the article title rephrased, so titles are left out of the corpus.
+    The question is the article title rephrased, so titles are left out of the corpus. ``train``
+    searches its own 500 abstracts only: what is fitted on it never reads the test half.
     """
     with gzip.open(root / "ori_pqal.json.gz", "rt", encoding="utf-8") as handle:
         data: dict[str, dict[str, Any]] = json.load(handle)
     test_ids = set(json.loads((root / "test_ground_truth.json").read_text(encoding="utf-8")))
     if split not in ("test", "train", "all"):
         raise DatasetNotFoundError(f"PubMedQA has the splits test, train and all, not '{split}'.")
-    corpus = {pmid: BeirDoc(title="", text="\n\n".join(rec["CONTEXTS"])) for pmid, rec in data.items()}
     chosen = [p for p in data if split == "all" or (p in test_ids) == (split == "test")]
+    searched = chosen if split == "train" else list(data)
+    corpus = {pmid: BeirDoc(title="", text="\n\n".join(data[pmid]["CONTEXTS"])) for pmid in searched}
     return BeirDataset(
         corpus=corpus,
         queries={p: str(data[p]["QUESTION"]) for p in chosen},
