@@ -276,6 +276,12 @@ def _builtins(r: Registry) -> None:
     # rerankers
     r.register(
         "reranker",
+        "relevance",
+        "citeline.rerank.learned:relevance_factory",
+        summary="the fused rank plus the refusal guard's dense cosine and term coverage (default)",
+    )
+    r.register(
+        "reranker",
         "learned",
         "citeline.rerank.learned:learned_factory",
         summary="linear model over retrieval features, fitted on SciFact train",

@@ -74,7 +74,13 @@ class Settings:
     fusion: str = _opt("rrf", "how BM25 and dense lists merge", choices=("rrf", "convex"))
     rrf_k: int = _opt(60, "reciprocal rank fusion constant", min=1)
     alpha: float = _opt(0.5, "convex fusion: weight of the dense side", min=0.0, max=1.0)
-    reranker: str = _opt("none", "reranker (registry spec) or none", backend="reranker", none_ok=True)
+    reranker: str = _opt(
+        # relevance: chosen on evalsets/postfix/dev.jsonl (rerank/learned.py: RELEVANCE_WEIGHTS)
+        "relevance",
+        "reranker (registry spec) or none",
+        backend="reranker",
+        none_ok=True,
+    )
     rerank_depth: int = _opt(30, "candidates the reranker reorders", min=1)
     query_expansion: str = _opt("none", "LLM query expansion", choices=EXPANSION_MODES)
     mmr_lambda: float = _opt(0.7, "diversity of the context: 1 = relevance only", min=0.0, max=1.0)

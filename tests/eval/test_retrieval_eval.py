@@ -111,8 +111,15 @@ def test_cli_table_and_json(beir: Path, tmp_path: Path, monkeypatch: pytest.Monk
     result = runner.invoke(main, [*args, "--json"])
     assert result.exit_code == 0, result.output
     data = json.loads(result.output)
-    assert data["queries"] == 3 and data["reranker"] == "learned" and data["fusion"] == "rrf"
+    # the settings' reranker (the default, relevance) is the one evaluated
+    assert data["queries"] == 3 and data["reranker"] == "relevance" and data["fusion"] == "rrf"
     assert set(data["stages"]) == {"bm25", "dense", "fused", "fused_convex", "reranked"}
+    # with reranking off in settings: late-interaction, which needs token vectors; hashing has none
+    monkeypatch.setenv("CITELINE_RERANKER", "none")
+    fallback = runner.invoke(main, [*args, "--json"])
+    assert fallback.exit_code == 0, fallback.output
+    assert json.loads(fallback.output)["reranker"] == "learned"
+    monkeypatch.delenv("CITELINE_RERANKER")
     table = runner.invoke(main, [*args, "--fusion", "convex", "--alpha", "0.7", "--reranker", "none"])
     assert table.exit_code == 0, table.output
     assert "nDCG@10" in table.output and "fused (convex, alpha=0.7)" in table.output

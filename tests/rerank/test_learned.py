@@ -129,3 +129,20 @@ def test_late_interaction_needs_token_vectors(tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match="token vectors"):
         registry.create("reranker", "late-interaction", StaticContext(embedder_=HashingEmbedder()))
     assert isinstance(registry.create("reranker", "learned", StaticContext()), LearnedReranker)
+
+
+def test_the_default_relevance_reranker_weighs_the_guards_signal_over_the_fused_rank() -> None:
+    from citeline.rerank.learned import RELEVANCE_WEIGHTS
+    from citeline.settings import Settings
+
+    assert Settings().reranker == "relevance"
+    reranker = registry.create("reranker", "relevance", StaticContext())
+    assert isinstance(reranker, LearnedReranker) and reranker.name == "relevance"
+    assert RELEVANCE_WEIGHTS == {"rrf": 1.0, "dense": 0.6, "coverage": 0.4}
+    hits = [
+        make_hit(1, "nothing relevant here", bm25=(9.0, 1), dense=(0.60, 1)),
+        make_hit(2, "the gearbox drives the rotor", bm25=(5.0, 2), dense=(0.58, 2)),
+        make_hit(3, "rotor", bm25=(1.0, 3), dense=(0.20, 3)),
+    ]
+    # c2 names both terms at almost the best cosine; c3 names one term at a much lower cosine
+    assert [h.chunk.id for h in reranker.rerank("gearbox rotor", hits)] == ["c2", "c1", "c3"]
