@@ -146,12 +146,13 @@ class Settings:
     min_answer_score: float = _opt(0.35, "extractive: the best unit must score at least this")
     max_answer_sentences: int = _opt(3, "extractive: most sentences in an answer", min=1)
     extractive_picks: str = _opt(
-        # overlap: on evalsets/postfix/dev.jsonl it named the answer in 0.612 of answers, the reader's
-        # picks in 0.571 (same refusals); the reader misreads option lines such as "-M: Show ..."
-        "overlap",
-        "extractive: units quoted are the reader's best, or the best by similarity and term overlap "
-        "(the reader still guards refusals)",
-        choices=("reader", "overlap"),
+        # both: on evalsets/postfix/dev.jsonl the answer named the gold in 0.735 of answers, overlap
+        # alone 0.694, the reader's picks alone 0.633 (the reader misreads option lines such as "-M:
+        # Show ..."; overlap misses what the question words differently); extractive.READER_LEAD
+        "both",
+        "extractive: units quoted are the best by similarity and term overlap (overlap), the "
+        "reader's best (reader), or overlap's led by the reader's best unit when it is sure (both)",
+        choices=("both", "reader", "overlap"),
     )
     max_question_chars: int = _opt(2000, "longest question accepted", min=1)
     unsupported: str = _opt(

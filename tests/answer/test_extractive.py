@@ -2,10 +2,16 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from typing import cast
+
 import pytest
 
-from citeline.answer.extractive import ExtractiveGenerator
+from citeline.answer.extractive import READER_LEAD, ExtractiveGenerator
+from citeline.answer.reader import Reader, Reading, candidates
+from citeline.answer.reader import Scored as ReaderScored
 from citeline.embedding import make_embedder
+from citeline.models import Passage
 from citeline.retrieval.query import analyze, mentions_years
 
 from ._passages import make_passages
@@ -78,3 +84,51 @@ def test_a_definitions_term_leads_the_sentence_picked_from_it(generator: Extract
     assert texts[0] == "smtpd_recipient_limit (default: 1000)"
     assert texts.count(texts[0]) == 1 and len(texts) >= 2
     assert all(s.citations == (1,) for s in draft.sentences)
+
+
+class _FixedReader:
+    """Scores every candidate unit of the passages by a table: the selection logic under test is
+    the generator's, not the model's (tests/answer/test_reader.py runs the model)."""
+
+    def __init__(self, scores: dict[str, float]) -> None:
+        self.scores = scores
+
+    def read(self, question: object, passages: Sequence[Passage]) -> Reading:
+        found = [c for c in candidates(passages) if c.unit.text in self.scores]
+        ranked = sorted(found, key=lambda c: -self.scores[c.unit.text])
+        return Reading(tuple(ReaderScored(c, self.scores[c.unit.text]) for c in ranked))
+
+
+LEAD_PASSAGES = (
+    "The smtp service is described below. See the manual for the smtp service settings.",
+    "Delete the current line from the input, and inspect the next input line.",
+)
+
+
+@pytest.mark.parametrize(
+    ("reader_best", "expected_first"),
+    [
+        (0.95, LEAD_PASSAGES[1]),  # sure: the reader's unit leads the overlap picks
+        (READER_LEAD, LEAD_PASSAGES[1]),  # the lead is inclusive
+        (READER_LEAD - 0.01, "The smtp service is described below."),  # not sure: overlap alone
+    ],
+)
+def test_the_readers_best_unit_leads_the_answer_only_when_it_is_sure(
+    reader_best: float, expected_first: str
+) -> None:
+    reader = _FixedReader({LEAD_PASSAGES[1]: reader_best, "The smtp service is described below.": 0.1})
+    both = ExtractiveGenerator(make_embedder("minilm-int8"), reader=cast("Reader", reader), picks="both")
+    draft = both.generate("What does the smtp service do?", make_passages(LEAD_PASSAGES))
+    assert draft.sentences[0].text == expected_first
+    assert len(draft.sentences) <= both.max_sentences
+    assert [s.text for s in draft.sentences].count(LEAD_PASSAGES[1]) <= 1
+
+
+def test_a_lead_the_overlap_picks_already_quote_is_not_repeated() -> None:
+    question = "What does the smtp service do?"
+    overlap = ExtractiveGenerator(make_embedder("minilm-int8"))
+    picked = overlap.generate(question, make_passages(LEAD_PASSAGES)).sentences[0].text
+    reader = cast("Reader", _FixedReader({picked: 0.99}))
+    both = ExtractiveGenerator(make_embedder("minilm-int8"), reader=reader, picks="both")
+    texts = [s.text for s in both.generate(question, make_passages(LEAD_PASSAGES)).sentences]
+    assert texts[0] == picked and texts.count(picked) == 1
