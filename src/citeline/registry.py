@@ -278,7 +278,7 @@ def _builtins(r: Registry) -> None:
         "reranker",
         "relevance",
         "citeline.rerank.learned:relevance_factory",
-        summary="the fused rank plus the refusal guard's dense cosine and term coverage (default)",
+        summary="the fused rank plus the refusal guard's dense cosine and term coverage",
     )
     r.register(
         "reranker",

@@ -111,14 +111,14 @@ def test_cli_table_and_json(beir: Path, tmp_path: Path, monkeypatch: pytest.Monk
     result = runner.invoke(main, [*args, "--json"])
     assert result.exit_code == 0, result.output
     data = json.loads(result.output)
-    # the settings' reranker (the default, relevance) is the one evaluated
-    assert data["queries"] == 3 and data["reranker"] == "relevance" and data["fusion"] == "rrf"
+    # reranking off in settings: late-interaction, which needs token vectors; hashing has none
+    assert data["queries"] == 3 and data["reranker"] == "learned" and data["fusion"] == "rrf"
     assert set(data["stages"]) == {"bm25", "dense", "fused", "fused_convex", "reranked"}
-    # with reranking off in settings: late-interaction, which needs token vectors; hashing has none
-    monkeypatch.setenv("CITELINE_RERANKER", "none")
-    fallback = runner.invoke(main, [*args, "--json"])
-    assert fallback.exit_code == 0, fallback.output
-    assert json.loads(fallback.output)["reranker"] == "learned"
+    # the settings' reranker, when there is one, is the one evaluated
+    monkeypatch.setenv("CITELINE_RERANKER", "relevance")
+    chosen = runner.invoke(main, [*args, "--json"])
+    assert chosen.exit_code == 0, chosen.output
+    assert json.loads(chosen.output)["reranker"] == "relevance"
     monkeypatch.delenv("CITELINE_RERANKER")
     table = runner.invoke(main, [*args, "--fusion", "convex", "--alpha", "0.7", "--reranker", "none"])
     assert table.exit_code == 0, table.output

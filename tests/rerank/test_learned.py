@@ -131,11 +131,9 @@ def test_late_interaction_needs_token_vectors(tmp_path: Path) -> None:
     assert isinstance(registry.create("reranker", "learned", StaticContext()), LearnedReranker)
 
 
-def test_the_default_relevance_reranker_weighs_the_guards_signal_over_the_fused_rank() -> None:
+def test_the_relevance_reranker_weighs_the_guards_signal_over_the_fused_rank() -> None:
     from citeline.rerank.learned import RELEVANCE_WEIGHTS
-    from citeline.settings import Settings
 
-    assert Settings().reranker == "relevance"
     reranker = registry.create("reranker", "relevance", StaticContext())
     assert isinstance(reranker, LearnedReranker) and reranker.name == "relevance"
     assert RELEVANCE_WEIGHTS == {"rrf": 1.0, "dense": 0.6, "coverage": 0.4}

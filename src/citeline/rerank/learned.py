@@ -1,12 +1,12 @@
 """Offline rerankers: a linear combination of per-chunk features.
 
-``relevance`` (the default) adds to the fused rank the refusal guard's own weights for the dense
+``relevance`` adds to the fused rank the refusal guard's own weights for the dense
 cosine and the term coverage (0.6 / 0.4; answer/relevance.py): nothing fitted, microseconds.
 ``learned`` uses only what retrieval already computed (the BM25, dense and fused scores and ranks
 of each hit) and the query and chunk text: no model run, microseconds. ``late-interaction`` adds
 MaxSim over the embedder's own contextual token vectors, which costs one encoder pass over the
 candidates per query. The weights of these two were fitted by coordinate ascent on nDCG@10 over
-SciFact *train* (CC BY-NC: they are options, not the default), then SciFact test and PubMedQA were
+SciFact *train* (CC BY-NC: options only), then SciFact test and PubMedQA were
 measured once (``benchmarks/bench_retrieval.py --tune``).
 
 Features, each scaled within the candidate list of one query so weights transfer across queries:
@@ -67,11 +67,10 @@ DEFAULT_WEIGHTS: dict[str, float] = {
 # to it did not hold up on held-out halves, so they are left out.
 LATE_INTERACTION_WEIGHTS: dict[str, float] = {"rrf": 1.0, "maxsim": 3.0}
 
-# The default reranker: the fused rank plus the refusal guard's own relevance signal (0.6 dense
-# cosine, 0.4 term coverage; answer/relevance.py), no weight fitted on any dataset. Chosen on golden
-# dev (evalsets/postfix/dev.jsonl): answers naming the gold 0.673 -> 0.694, refusal recall 0.750 ->
-# 0.812, no false refusal; the SciFact-fitted weights gave the same there, and weights refitted on
-# PubMedQA train (MIT) 0.633 with a false refusal.
+# The fused rank plus the refusal guard's own relevance signal (0.6 dense cosine, 0.4 term coverage;
+# answer/relevance.py), no weight fitted on any dataset. Golden dev: answers naming the gold 0.673 ->
+# 0.694, refusal recall 0.750 -> 0.812 (the SciFact-fitted weights gave the same there; weights
+# refitted on PubMedQA train 0.633). Not the default: the held-out golden test fell (README, Reranking).
 RELEVANCE_WEIGHTS: dict[str, float] = {"rrf": 1.0, "dense": 0.6, "coverage": 0.4}
 
 _WORD = re.compile(r"\w+", re.UNICODE)
