@@ -308,6 +308,7 @@ def compare_command(a: Path, b: Path, max_drop: float | None) -> None:
     for key in ("questions", "answerable", "unanswerable", "failures"):
         table.add_row(f"{key} (count)", str(ra["counts"].get(key)), str(rb["counts"].get(key)), "")
     Console().print(table)
+    Console().print(paired_table(ra.get("rows") or [], rb.get("rows") or []))
     if max_drop is not None:
         worse = regressions(rb, ra, max_drop)
         if worse:
@@ -315,6 +316,22 @@ def compare_command(a: Path, b: Path, max_drop: float | None) -> None:
                 "[red]worse[/]: " + ", ".join(f"{w['metric']} by {w['drop']:.3f}" for w in worse)
             )
             sys.exit(1)
+
+
+def paired_table(rows_a: list[dict[str, Any]], rows_b: list[dict[str, Any]]) -> Table:
+    """Per question: how many got better and worse from A to B, and the sign test's p-value."""
+    from citeline.eval.answers.paired import paired_outcomes
+
+    table = Table(
+        title="Per question, paired by id (p: exact sign test; above 0.05 the change may be chance)",
+        title_justify="left",
+    )
+    for column in ("outcome", "questions", "B better", "B worse", "p"):
+        table.add_column(column, justify="left" if column == "outcome" else "right")
+    for o in paired_outcomes(rows_a, rows_b):
+        if o.paired:
+            table.add_row(o.outcome, str(o.paired), str(o.b_better), str(o.b_worse), f"{o.p_value:.3f}")
+    return table
 
 
 COMMANDS = (answers_command, compare_command)
