@@ -124,3 +124,34 @@ def test_files_equal_what_split_py_writes() -> None:
         assert (SET / name).read_text(encoding="utf-8") == text, (
             f"{name}: run python evalsets/postfix/split.py"
         )
+
+
+def _normalized_tokens(text: str) -> list[str]:
+    from citeline.eval.metrics import normalize_answer
+
+    return normalize_answer(text).split()
+
+
+def test_the_extra_dev_questions_are_dev_only_and_new(rows: list[dict[str, Any]]) -> None:
+    extra = load_golden(SET / "dev-extra.jsonl")
+    assert len(extra) >= 80
+    assert all(r["meta"]["split"] == "dev" for r in extra)
+    ids = [r["id"] for r in extra]
+    assert len(set(ids)) == len(ids) and set(ids).isdisjoint(r["id"] for r in rows)
+    questions = {r["question"].strip().lower() for r in rows}
+    assert all(r["question"].strip().lower() not in questions for r in extra)
+    assert len({r["question"].strip().lower() for r in extra}) == len(extra)
+    kinds = Counter(r["meta"]["kind"] for r in extra if not r["answerable"])
+    assert set(kinds) == UNANSWERABLE_KINDS and all(n >= 2 for n in kinds.values()), kinds
+    assert {r["meta"]["kind"] for r in extra if r["answerable"]} == ANSWERABLE_KINDS
+    for r in extra:
+        if not r["answerable"]:
+            assert not r["answers"] and not r["evidence"] and r["meta"].get("note"), r["id"]
+            continue
+        quote = _normalized_tokens(r["evidence"][0]["quote"])
+        # the quote proves the answer: some accepted answer is in it, as whole tokens
+        assert any(
+            any(quote[i : i + len(a)] == a for i in range(len(quote) - len(a) + 1))
+            for a in (_normalized_tokens(ans) for ans in r["answers"])
+            if a
+        ), r["id"]
