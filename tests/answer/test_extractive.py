@@ -132,3 +132,15 @@ def test_a_lead_the_overlap_picks_already_quote_is_not_repeated() -> None:
     both = ExtractiveGenerator(make_embedder("minilm-int8"), reader=reader, picks="both")
     texts = [s.text for s in both.generate(question, make_passages(LEAD_PASSAGES)).sentences]
     assert texts[0] == picked and texts.count(picked) == 1
+
+
+def test_when_no_unit_has_the_expected_kind_the_units_of_any_kind_answer(
+    generator: ExtractiveGenerator,
+) -> None:
+    # "How long" expects a duration; the passage gives a length in characters and no duration
+    passages = make_passages(
+        ("The PROTO attribute is an SMTP or non-SMTP protocol name of up to 64 characters.",)
+    )
+    draft = generator.generate("How long may the PROTO attribute of an XFORWARD command be?", passages)
+    assert not draft.refused
+    assert "64 characters" in draft.sentences[0].text

@@ -90,15 +90,19 @@ class ExtractiveGenerator:
         weights = query.weights or None
         kind = expected_type(query.text)
         years = query.years  # of the asking part: a story's years are circumstances
-        scored = []
+        scored: list[Scored] = []
+        other_kinds: list[Scored] = []
         for (n, unit, contextual, lead), sim in zip(candidates, sims, strict=True):
-            if not can_answer(kind, contextual):
-                continue
             if not mentions_years(years, contextual):
                 continue  # about another year (RGB: "revenue in Q1 2021" answered with Q1 2023)
             overlap = weighted_coverage(query.terms, contextual, weights)
             score = SIMILARITY_WEIGHT * float(sim) + OVERLAP_WEIGHT * overlap
-            scored.append(Scored(n, unit, score, lead))
+            (scored if can_answer(kind, contextual) else other_kinds).append(Scored(n, unit, score, lead))
+        # The expected kind is a preference, not a requirement: when no unit has it ("How long may
+        # the PROTO attribute be?" is answered by "up to 64 characters", no duration; "When do ldap
+        # tables share a connection?" by a condition), the units of any kind compete.
+        if not scored:
+            scored = other_kinds
         scored.sort(key=lambda s: -s.score)
         return scored
 
