@@ -56,15 +56,6 @@ class PairedOutcome:
     def p_value(self) -> float:
         return sign_test(self.b_better, self.b_worse)
 
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "outcome": self.outcome,
-            "paired": self.paired,
-            "b_better": self.b_better,
-            "b_worse": self.b_worse,
-            "p_value": round(self.p_value, 4),
-        }
-
 
 def sign_test(wins: int, losses: int) -> float:
     """Exact two-sided sign test: the chance of a split at least this uneven among ``wins +
