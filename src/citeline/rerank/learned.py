@@ -250,13 +250,16 @@ class LearnedReranker:
 
 
 def learned_factory(context: BuildContext | None, argument: str | None) -> LearnedReranker:
-    return LearnedReranker(rrf_k=context.settings.rrf_k if context is not None else 60)
+    return LearnedReranker(rrf_k=_rrf_k(context))
 
 
 def relevance_factory(context: BuildContext | None, argument: str | None) -> LearnedReranker:
-    return LearnedReranker(
-        RELEVANCE_WEIGHTS, name="relevance", rrf_k=context.settings.rrf_k if context is not None else 60
-    )
+    return LearnedReranker(RELEVANCE_WEIGHTS, name="relevance", rrf_k=_rrf_k(context))
+
+
+def _rrf_k(context: BuildContext | None) -> int:
+    """The settings' fusion constant (the fused rank is a feature), else the default 60."""
+    return context.settings.rrf_k if context is not None else 60
 
 
 def late_interaction_factory(context: BuildContext | None, argument: str | None) -> LearnedReranker:
