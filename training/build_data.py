@@ -105,7 +105,7 @@ def stage_assemble(
         check_not_reserved(package)  # a stale units.jsonl must not smuggle a reserved manual in
     pinned = {m.package: m.split for m in manuals}
     split = {u.doc: split_of(u.doc, args.seed, pinned.get(u.manual, "")) for u in units}
-    corpus = Corpus(units, split)
+    corpus = Corpus(units, split, args.topical)
     stats: Counter[str] = Counter()
     questions = read_jsonl(out / "questions.jsonl")
     # one record per batch (a batch written twice by overlapping runs counts once)
@@ -216,6 +216,12 @@ def main(argv: list[str] | None = None) -> int:
         type=float,
         default=0.0,
         help="answerable manual questions that also get an altered (unanswerable) copy",
+    )
+    ap.add_argument(
+        "--topical",
+        type=int,
+        default=0,
+        help="topical negatives per question: units sharing its words but not its answer's (topical.py)",
     )
     ap.add_argument(
         "--window-share", type=float, default=0.2, help="checker premises that are 2-unit windows"

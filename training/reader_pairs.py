@@ -14,13 +14,17 @@ from typing import Any
 
 from training import claims as C
 from training.questions import _GENERIC, misaligned, misplaced_anchor, question_problem, repeated_texts
+from training.topical import TopicalIndex
 from training.units import Unit, prefix_of, rng_for
 
 
 class Corpus:
     """Indexes over the units for drawing negatives, all restricted to one split when asked."""
 
-    def __init__(self, units: Sequence[Unit], split: dict[str, str]) -> None:
+    def __init__(self, units: Sequence[Unit], split: dict[str, str], topical: int = 0) -> None:
+        #: topical negatives per question (third round; training/topical.py); 0: none
+        self.topical = topical
+        self.topical_index = TopicalIndex(units, split) if topical else None
         self.units = [u for u in units if u.kind != "window"]
         self.windows = [u for u in units if u.kind == "window"]
         self.by_id = {u.id: u for u in units}
@@ -121,6 +125,9 @@ def reader_pairs(
     rng.shuffle(same_doc)
     same_doc = [u for u in same_doc[:40] if _distinct(u, positives) and not _mentions_any(u, terms)]
     pairs += [(u, 0, "same_doc") for u in same_doc[:2]]
+    if corpus.topical_index is not None:
+        topical = corpus.topical_index.negatives(q, unit, positives, rng, corpus.topical + 3)
+        pairs += [(u, 0, "topical") for u in topical if sibling_ok(u)][: corpus.topical]
     for _ in range(2):
         other = corpus.random_other_manual(unit, rng)
         if other is not None and not _mentions_any(other, terms):
