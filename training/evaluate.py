@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from citeline.answer.reader import PACKAGED, CrossEncoderModel
-from training.train import auroc
+from training.common import auroc
 
 
 def evaluate(folder: Path, data: Path, split: str, limit: int | None) -> dict[str, Any]:

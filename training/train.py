@@ -24,6 +24,7 @@ from typing import Any
 import torch
 from tokenizers import Tokenizer
 
+from training.common import auroc
 from training.model import CrossEncoder, base_model_dir, load_pretrained
 
 PREFIXES = {"reader": "question: ", "checker": "claim: "}
@@ -117,24 +118,6 @@ def weights_for(rows: list[dict[str, Any]]) -> torch.Tensor:
         ],
         dtype=torch.float32,
     )
-
-
-def auroc(scores: list[float], labels: list[int]) -> float:
-    """Area under the ROC curve (Mann-Whitney U, ties counted half)."""
-    pos = [s for s, y in zip(scores, labels, strict=True) if y]
-    neg = [s for s, y in zip(scores, labels, strict=True) if not y]
-    if not pos or not neg:
-        return float("nan")
-    ranked = sorted([(s, 1) for s in pos] + [(s, 0) for s in neg])
-    rank_sum, i = 0.0, 0
-    while i < len(ranked):
-        j = i
-        while j < len(ranked) and ranked[j][0] == ranked[i][0]:
-            j += 1
-        mid = (i + j + 1) / 2  # average 1-based rank of the tie group
-        rank_sum += mid * sum(1 for k in range(i, j) if ranked[k][1])
-        i = j
-    return (rank_sum - len(pos) * (len(pos) + 1) / 2) / (len(pos) * len(neg))
 
 
 @torch.no_grad()
