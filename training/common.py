@@ -15,6 +15,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from citeline.eval import metrics
+
 REPO = Path(__file__).resolve().parent.parent
 MANUALS_TOML = Path(__file__).resolve().parent / "manuals.toml"
 RESERVED_FILE = REPO / "evalsets" / "RESERVED"
@@ -166,18 +168,6 @@ def read_jsonl(path: Path) -> list[dict[str, Any]]:
 
 
 def auroc(scores: list[float], labels: list[int]) -> float:
-    """Area under the ROC curve (Mann-Whitney U, ties counted half)."""
-    pos = [s for s, y in zip(scores, labels, strict=True) if y]
-    neg = [s for s, y in zip(scores, labels, strict=True) if not y]
-    if not pos or not neg:
-        return float("nan")
-    ranked = sorted([(s, 1) for s in pos] + [(s, 0) for s in neg])
-    rank_sum, i = 0.0, 0
-    while i < len(ranked):
-        j = i
-        while j < len(ranked) and ranked[j][0] == ranked[i][0]:
-            j += 1
-        mid = (i + j + 1) / 2  # average 1-based rank of the tie group
-        rank_sum += mid * sum(1 for k in range(i, j) if ranked[k][1])
-        i = j
-    return (rank_sum - len(pos) * (len(pos) + 1) / 2) / (len(pos) * len(neg))
+    """Area under the ROC curve (citeline.eval.metrics.auroc); NaN without both classes."""
+    value = metrics.auroc(scores, labels)
+    return float("nan") if value is None else value

@@ -182,6 +182,22 @@ def test_refusal_precision_recall_and_false_refusal_rate() -> None:
     assert s["n"]["refusal_precision"] == 4 and s["n"]["refusal_recall"] == 4
 
 
+def test_reader_separation_is_the_auroc_of_the_readers_best_score() -> None:
+    ok = answered("ok [1]", (cit(1, "A", 120, 130),))
+    rows = [
+        score(golden("a1"), ok, (E1,), extra={"reader_score": 0.9}),
+        score(golden("a2"), ok, (E1,), extra={"reader_score": 0.4}),
+        score(golden("a3"), refused(), (E1,), extra={"reader_score": None}),  # refused before the reader
+        score(golden("u1", False), refused(), extra={"reader_score": 0.5}),
+        score(golden("u2", False), ok, extra={"reader_score": 0.2}),
+    ]
+    s = summarize(rows, k=2)
+    # pairs (answerable, unanswerable): 0.9 > 0.5, 0.9 > 0.2, 0.4 < 0.5, 0.4 > 0.2 -> 3 of 4
+    assert s["metrics"]["reader_separation"] == pytest.approx(0.75)
+    assert s["n"]["reader_separation"] == 4
+    assert summarize(rows[:3], k=2)["metrics"]["reader_separation"] is None  # one kind of question only
+
+
 def test_refusal_metrics_are_undefined_without_a_denominator() -> None:
     rows = [score(golden("u1", False), answered("x [1]", (cit(1, "A", 0, 5),)))]
     m = summarize(rows, k=2)["metrics"]

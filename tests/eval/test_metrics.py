@@ -11,6 +11,7 @@ from ranx import evaluate as ranx_evaluate
 
 from citeline.eval.metrics import (
     DEFAULT_METRICS,
+    auroc,
     contains_any,
     dcg_at_k,
     evaluate,
@@ -369,3 +370,44 @@ def test_paired_difference_agrees_with_scipy_and_tells_a_real_gap_from_noise() -
     assert paired_difference(ours, {"q0": 1.0, "other": 0.0})["queries"] == 1
     with pytest.raises(ValueError):
         paired_difference(ours, {"other": 0.0})
+
+
+# --------------------------------------------------------------------------------------------
+# AUROC (eval answers' reader separation; training reports)
+# --------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("scores", "labels", "expected"),
+    [
+        ([0.9, 0.8, 0.2, 0.1], [1, 1, 0, 0], 1.0),  # every positive above every negative
+        ([0.1, 0.2, 0.8, 0.9], [1, 1, 0, 0], 0.0),
+        ([0.5, 0.5, 0.5, 0.5], [1, 0, 1, 0], 0.5),  # ties count half
+        ([0.9, 0.3, 0.6, 0.1], [1, 1, 0, 0], 0.75),  # 3 of the 4 (positive, negative) pairs in order
+        ([0.7, 0.7, 0.2], [True, False, False], 0.75),  # one tie, one win
+        ([0.2, 0.4], [1, 1], None),  # one class only
+        ([], [], None),
+    ],
+)
+def test_auroc_by_hand(scores: list[float], labels: list[int], expected: float | None) -> None:
+    assert auroc(scores, labels) == (expected if expected is None else pytest.approx(expected))
+
+
+def test_auroc_matches_scipys_mann_whitney_u() -> None:
+    from scipy.stats import mannwhitneyu
+
+    rng = random.Random(7)
+    for _ in range(30):
+        n = rng.randint(2, 40)
+        labels = [rng.random() < 0.4 for _ in range(n)]
+        labels[0], labels[1] = True, False
+        scores = [round(rng.random(), 1) for _ in range(n)]  # rounded: many ties
+        pos = [s for s, y in zip(scores, labels, strict=True) if y]
+        neg = [s for s, y in zip(scores, labels, strict=True) if not y]
+        u = mannwhitneyu(pos, neg).statistic
+        assert auroc(scores, labels) == pytest.approx(u / (len(pos) * len(neg)))
+
+
+def test_auroc_rejects_mismatched_lengths() -> None:
+    with pytest.raises(ValueError, match="3 scores for 2 labels"):
+        auroc([0.1, 0.2, 0.3], [1, 0])

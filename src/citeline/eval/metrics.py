@@ -311,3 +311,24 @@ def precision_recall_f1(tp: int, fp: int, fn: int) -> tuple[float, float, float]
     recall = tp / (tp + fn) if tp + fn else 0.0
     f1 = 2 * precision * recall / (precision + recall) if precision + recall else 0.0
     return precision, recall, f1
+
+
+def auroc(scores: Sequence[float], labels: Sequence[int | bool]) -> float | None:
+    """Area under the ROC curve: the chance that a positive (label true) scores above a negative,
+    ties counted half (Mann-Whitney U); None without both classes."""
+    if len(scores) != len(labels):
+        raise ValueError(f"{len(scores)} scores for {len(labels)} labels")
+    n_pos = sum(1 for y in labels if y)
+    n_neg = len(labels) - n_pos
+    if not n_pos or not n_neg:
+        return None
+    ranked = sorted(zip(scores, (bool(y) for y in labels), strict=True))
+    rank_sum, i = 0.0, 0
+    while i < len(ranked):
+        j = i
+        while j < len(ranked) and ranked[j][0] == ranked[i][0]:
+            j += 1
+        mid = (i + j + 1) / 2  # the tie group's average 1-based rank
+        rank_sum += mid * sum(1 for k in range(i, j) if ranked[k][1])
+        i = j
+    return (rank_sum - n_pos * (n_pos + 1) / 2) / (n_pos * n_neg)

@@ -21,7 +21,10 @@ GROUPS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("Retrieval", ("hit_rate@", "recall@", "context_hit_rate")),
     ("Answer correctness", ("exact_match", "token_f1", "answer_contains")),
     ("Citations", ("citation_precision", "citation_recall", "citation_f1")),
-    ("Refusals", ("refusal_precision", "refusal_recall", "refusal_f1", "false_refusal_rate")),
+    (
+        "Refusals",
+        ("refusal_precision", "refusal_recall", "refusal_f1", "false_refusal_rate", "reader_separation"),
+    ),
     ("Faithfulness", ("faithfulness", "judge_support")),
 )
 
@@ -39,6 +42,7 @@ LABELS = {
     "refusal_recall": "Refusal recall",
     "refusal_f1": "Refusal F1",
     "false_refusal_rate": "False-refusal rate",
+    "reader_separation": "Reader separation (AUROC)",
     "faithfulness": "Faithfulness (pipeline verifier)",
     "judge_support": "Judge-rated support",
 }
@@ -52,6 +56,7 @@ UNITS = {
     "refusal_recall": "unanswerable",
     "refusal_f1": "questions",
     "false_refusal_rate": "answerable",
+    "reader_separation": "questions",
     "faithfulness": "sentences",
     "judge_support": "sentences",
 }
@@ -70,6 +75,8 @@ DEFINITIONS = {
     "refusal_recall": "unanswerable questions that were refused",
     "refusal_f1": "harmonic mean of refusal precision and recall",
     "false_refusal_rate": "answerable questions that were refused (lower is better)",
+    "reader_separation": "chance that the reader's best score over the context is higher for an answerable "
+    "question than for an unanswerable one (0.5: no better than chance; questions the reader scored)",
     "faithfulness": "generated sentences the pipeline's own verifier marked supported",
     "judge_support": "shown sentences an independent judge found supported by their citations",
 }

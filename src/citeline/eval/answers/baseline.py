@@ -21,6 +21,7 @@ TRACKED: dict[str, bool] = {
     "refusal_recall": True,
     "refusal_f1": True,
     "false_refusal_rate": False,
+    "reader_separation": True,
     "faithfulness": True,
     "judge_support": True,
 }

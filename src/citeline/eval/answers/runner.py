@@ -127,7 +127,7 @@ def evaluate_answers(
             tokens,
             quote_text=lambda d, s, e: resolver.text(d)[s:e],
             judge_supported=judged,
-            extra={"trace_id": answer.trace_id},
+            extra={"trace_id": answer.trace_id, "reader_score": answer.reader_score},
         )
         scored.append(score_question(obs, k))
         if progress:

@@ -8,7 +8,7 @@ from typing import Any
 
 from citeline.eval.answers.row import QuestionRow
 from citeline.eval.answers.scoring import STAGES
-from citeline.eval.metrics import percentile, precision_recall_f1
+from citeline.eval.metrics import auroc, percentile, precision_recall_f1
 
 NO_JUDGE = "no independent judge configured"
 SAME_JUDGE = "the judge is the pipeline's own verifier"
@@ -76,6 +76,13 @@ def summarize(
     metrics["false_refusal_rate"] = _ratio(fp, len(answerable))
     n["refusal_precision"], n["refusal_recall"] = len(refused), len(unanswerable)
     n["refusal_f1"], n["false_refusal_rate"] = len(ok), len(answerable)
+    # How well the refusal guard's reader tells the two kinds of question apart, whatever the
+    # threshold: a question refused before the reader ran has no score and is left out.
+    read = [
+        (float(r.extra["reader_score"]), r.answerable) for r in ok if r.extra.get("reader_score") is not None
+    ]
+    metrics["reader_separation"] = auroc([s for s, _ in read], [y for _, y in read])
+    n["reader_separation"] = len(read)
 
     sentences = [r.sentences for r in answered if r.sentences is not None]
     total = sum(s.total for s in sentences)
