@@ -37,6 +37,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from training import claims as C
+from training.answer_kinds import kind_groups, stage_kinds
 from training.checker_pairs import checker_groups, checker_plan, checker_premises
 from training.common import (
     Logger,
@@ -127,6 +128,8 @@ def stage_assemble(
     groups += template_groups(corpus, args.seed, args.template_limit, {unit_of(g) for g in groups}, stats)
     groups += option_groups(corpus, args.seed, args.option_limit, {unit_of(g) for g in groups}, stats)
     groups += list(altered_groups(groups, corpus, vocab, args.seed, args.altered_share, stats))
+    if args.kinds:
+        groups += list(kind_groups(read_jsonl(out / "kinds.jsonl"), corpus, args.seed, stats))
     for g in groups:
         outputs[("reader", g["split"])].extend(g["rows"])
     for g in checker_groups(premises, corpus, paraphrases, vocab, args.seed, args.window_share, stats):
@@ -175,7 +178,9 @@ def main(argv: list[str] | None = None) -> int:
         "--out", type=Path, default=None, help="output folder (default: $CITELINE_CACHE/train/data)"
     )
     ap.add_argument(
-        "--stages", default="units,generate,assemble", help="comma-separated: units, generate, assemble"
+        "--stages",
+        default="units,generate,assemble",
+        help="comma-separated: units, generate, kinds (answer-kind questions), assemble",
     )
     ap.add_argument("--limit", type=int, default=9000, help="question units to plan (0: all candidates)")
     ap.add_argument("--paraphrase-limit", type=int, default=2500, help="units to paraphrase with the LLM")
@@ -223,6 +228,11 @@ def main(argv: list[str] | None = None) -> int:
         default=0,
         help="topical negatives per question: units sharing its words but not its answer's (topical.py)",
     )
+    # fourth round (answer_kinds.py): off by default, like the other rounds' additions
+    ap.add_argument("--kind-limit", type=int, default=1000, help="units the kinds stage plans")
+    ap.add_argument(
+        "--kinds", action="store_true", help="assemble the kinds stage's questions (kinds.jsonl) too"
+    )
     ap.add_argument(
         "--window-share", type=float, default=0.2, help="checker premises that are 2-unit windows"
     )
@@ -255,6 +265,8 @@ def main(argv: list[str] | None = None) -> int:
             for b in take_units(checker_plan(units, args.seed), args.paraphrase_limit)
         ]
         stage_generate(out, units, q_batches, p_batches, args, log)
+    if "kinds" in stages:
+        stage_kinds(out, units, args.kind_limit, args.model, args.threads, args.seed, args.time_budget, log)
     if "assemble" in stages:
         stage_assemble(out, units, manuals, args, log)
     log.info(f"build_data: done; peak RSS {peak_rss_mib():.0f} MiB")
