@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from training import claims as C
-from training.common import Logger, peak_rss_mib, read_jsonl
+from training.common import Logger, check_not_reserved, peak_rss_mib, read_jsonl
 from training.questions import informativeness, question_problem, repeated_texts
 from training.reader_pairs import Corpus, _distinct, _group, reader_pairs
 from training.units import Unit, prefix_of, rng_for
@@ -216,6 +216,8 @@ def stage_kinds(
     (resumable: units already asked are skipped; a STOP file or the time budget stops it)."""
     from training import llm
 
+    for package in sorted({u.manual for u in units}):
+        check_not_reserved(package)  # as in stage_assemble: a stale units.jsonl must not smuggle one in
     path = out / "kinds.jsonl"
     done = {r["unit"] for r in read_jsonl(path)}
     todo = [p for p in plan(units, seed, limit) if p[0].id not in done]

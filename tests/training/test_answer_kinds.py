@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import random
 from collections import Counter
+from pathlib import Path
 
 import pytest
 from training.answer_kinds import (
@@ -16,8 +17,10 @@ from training.answer_kinds import (
     messages,
     parse_question,
     plan,
+    stage_kinds,
     value_of,
 )
+from training.common import Logger, ReservedPackageError
 from training.reader_pairs import Corpus
 from training.units import Unit
 
@@ -137,3 +140,12 @@ def test_the_plan_spreads_over_kinds_and_is_seeded() -> None:
     got = plan(units, 13, 10)
     assert Counter(k for _, k, _ in got) == {"quantity": 4, "version": 2}
     assert got == plan(units, 13, 10)
+
+
+def test_the_kinds_stage_refuses_a_reserved_manual_before_loading_a_model(tmp_path: Path) -> None:
+    reserved = Unit(
+        "p/x.html", "p/x.html", "postgresql-doc-16", "PG", ("Limits",), "s0", "sentence", "x", 0, 1
+    )
+    with pytest.raises(ReservedPackageError):
+        stage_kinds(tmp_path, [reserved], 10, "0.5b", 1, 13, 0, Logger(tmp_path / "log"))
+    assert not (tmp_path / "kinds.jsonl").exists()
