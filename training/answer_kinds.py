@@ -7,7 +7,8 @@ person scored like the answer ("Which city hosted the Olympic games in 2004?" ->
 costs of the 2004 games, 0.97). Here the LLM gets a sentence with one value marked (a quantity, a
 date, a version or a person) and asks for exactly that value, so the question wants an answer of a
 kind; its negatives are on-topic units that hold no value of that kind at all, which cannot answer
-it whatever else they share with it.
+it whatever else they share with it. Measured and not shipped: training/README.md, "The fourth
+round".
 """
 
 from __future__ import annotations
