@@ -144,7 +144,7 @@ def test_the_plan_spreads_over_kinds_and_is_seeded() -> None:
 
 def test_the_kinds_stage_refuses_a_reserved_manual_before_loading_a_model(tmp_path: Path) -> None:
     reserved = Unit(
-        "p/x.html", "p/x.html", "postgresql-doc-16", "PG", ("Limits",), "s0", "sentence", "x", 0, 1
+        "p/x.html", "p/x.html", "postfix-doc", "Postfix", ("Limits",), "s0", "sentence", "x", 0, 1
     )
     with pytest.raises(ReservedPackageError):
         stage_kinds(tmp_path, [reserved], 10, "0.5b", 1, 13, 0, Logger(tmp_path / "log"))
