@@ -19,6 +19,11 @@ stopped run continues where it was (touch ``<out>/STOP`` to stop one cleanly):
    non-test half, the split by document (and whole held-out manuals), and the final files
    ``reader_{train,dev,test}.jsonl``, ``checker_{train,dev,test}.jsonl`` plus stats.json.
 
+Later rounds' stages, each off by default (training/README.md): ``kinds`` (answer-kind questions,
+answer_kinds.py; assemble them with ``--kinds``) and ``rewrites`` (the assembled questions reworded
+in a user's words, question_rewrites.py; it reads the assembled files, so assemble again with
+``--rewrites`` afterwards).
+
 Every random choice is drawn from ``random.Random(f"{seed}:{key}")`` with a stable key, so the
 output does not depend on the order in which things are processed or on where a run resumed.
 """
@@ -49,6 +54,7 @@ from training.common import (
     read_jsonl,
 )
 from training.pubmed import PUBMEDQA, pubmed_groups, pubmedqa_records
+from training.question_rewrites import rewrite_groups, stage_rewrites
 from training.question_variants import altered_groups, option_groups
 from training.questions import Batch, plan_batches, stage_generate, take_units
 from training.reader_pairs import Corpus, reader_groups, unit_of
@@ -130,6 +136,8 @@ def stage_assemble(
     groups += list(altered_groups(groups, corpus, vocab, args.seed, args.altered_share, stats))
     if args.kinds:
         groups += list(kind_groups(read_jsonl(out / "kinds.jsonl"), corpus, args.seed, stats))
+    if args.rewrites:
+        groups += list(rewrite_groups(groups, read_jsonl(out / "rewrites.jsonl"), stats))
     for g in groups:
         outputs[("reader", g["split"])].extend(g["rows"])
     for g in checker_groups(premises, corpus, paraphrases, vocab, args.seed, args.window_share, stats):
@@ -180,7 +188,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument(
         "--stages",
         default="units,generate,assemble",
-        help="comma-separated: units, generate, kinds (answer-kind questions), assemble",
+        help="comma-separated: units, generate, kinds (answer-kind questions), assemble, "
+        "rewrites (reworded questions of the assembled groups; assemble again with --rewrites)",
     )
     ap.add_argument("--limit", type=int, default=9000, help="question units to plan (0: all candidates)")
     ap.add_argument("--paraphrase-limit", type=int, default=2500, help="units to paraphrase with the LLM")
@@ -233,6 +242,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument(
         "--kinds", action="store_true", help="assemble the kinds stage's questions (kinds.jsonl) too"
     )
+    # fifth round (question_rewrites.py): off by default
+    ap.add_argument("--rewrite-limit", type=int, default=1200, help="questions the rewrites stage plans")
+    ap.add_argument(
+        "--rewrites", action="store_true", help="assemble the reworded questions (rewrites.jsonl) too"
+    )
     ap.add_argument(
         "--window-share", type=float, default=0.2, help="checker premises that are 2-unit windows"
     )
@@ -269,6 +283,8 @@ def main(argv: list[str] | None = None) -> int:
         stage_kinds(out, units, args.kind_limit, args.model, args.threads, args.seed, args.time_budget, log)
     if "assemble" in stages:
         stage_assemble(out, units, manuals, args, log)
+    if "rewrites" in stages:
+        stage_rewrites(out, args.rewrite_limit, args.model, args.threads, args.seed, args.time_budget, log)
     log.info(f"build_data: done; peak RSS {peak_rss_mib():.0f} MiB")
     return 0
 

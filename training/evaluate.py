@@ -43,6 +43,9 @@ def evaluate(folder: Path, data: Path, split: str, limit: int | None) -> dict[st
             if not r["label"]:
                 kinds[str(r.get("kind", "?"))].append(i)
         positives = [i for i, y in enumerate(labels) if y]
+        sources: dict[str, list[int]] = defaultdict(list)
+        for i, r in enumerate(rows):
+            sources[str(r.get("qsource") or "?")].append(i)
         report[task] = {
             "pairs": len(rows),
             "positives": len(positives),
@@ -53,6 +56,12 @@ def evaluate(folder: Path, data: Path, split: str, limit: int | None) -> dict[st
                     auroc([scores[i] for i in positives + idx], [1] * len(positives) + [0] * len(idx)), 4
                 )
                 for k, idx in sorted(kinds.items())
+            },
+            # the pairs of each kind of question (LLM, template, reworded, ...) on their own
+            "auroc_by_question_source": {
+                k: round(auroc([scores[i] for i in idx], [labels[i] for i in idx]), 4)
+                for k, idx in sorted(sources.items())
+                if 0 < sum(labels[i] for i in idx) < len(idx)
             },
             "accuracy_at_0.5": round(
                 sum((s >= 0.5) == bool(y) for s, y in zip(scores, labels, strict=True)) / max(1, len(rows)), 4
