@@ -16,14 +16,13 @@ from __future__ import annotations
 import json
 import random
 import re
-import time
 from collections import Counter
 from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
 from training import claims as C
-from training.common import Logger, check_not_reserved, peak_rss_mib, read_jsonl
+from training.common import Logger, check_not_reserved, read_jsonl
 from training.questions import informativeness, question_problem, repeated_texts
 from training.reader_pairs import Corpus, _distinct, _group, reader_pairs
 from training.units import Unit, prefix_of, rng_for
@@ -225,25 +224,23 @@ def stage_kinds(
     log.info(f"kinds: {len(todo)} units to ask ({len(done)} done before); model {model}")
     if not todo:
         return
-    writer = llm.Writer(model, threads=threads, seed=seed)
-    start = time.perf_counter()
-    try:
-        with path.open("a", encoding="utf-8") as f:
-            for i, (u, kind, value) in enumerate(todo, 1):
-                if (budget and time.perf_counter() - start > budget) or (out / "STOP").exists():
-                    log.info("kinds: stopping (time budget or STOP file; resumable)")
-                    break
-                raw, timing = writer.ask(messages(prefix_of(u.title, u.trail), u.text, value), SCHEMA, 80)
-                record = {"unit": u.id, "kind": kind, "value": value, "question": parse_question(raw)}
-                f.write(
-                    json.dumps({**record, "raw": raw, "model": model, **timing}, ensure_ascii=False) + "\n"
-                )
-                f.flush()
-                if i % 25 == 0:
-                    el = time.perf_counter() - start
-                    log.info(f"kinds: {i}/{len(todo)} in {el:.0f}s; peak RSS {peak_rss_mib():.0f} MiB")
-    finally:
-        writer.close()
+
+    def ask(writer: llm.Writer, item: tuple[Unit, str, str]) -> dict[str, Any]:
+        u, kind, value = item
+        raw, timing = writer.ask(messages(prefix_of(u.title, u.trail), u.text, value), SCHEMA, 80)
+        record = {"unit": u.id, "kind": kind, "value": value, "question": parse_question(raw)}
+        return {**record, "raw": raw, "model": model, **timing}
+
+    llm.append_replies(
+        path,
+        todo,
+        ask,
+        budget=budget,
+        stop=out / "STOP",
+        log=log,
+        name="kinds",
+        writer=lambda: llm.Writer(model, threads=threads, seed=seed),
+    )
 
 
 def kind_negatives(

@@ -11,8 +11,13 @@ from __future__ import annotations
 import json
 import re
 import time
-from collections.abc import Sequence
-from typing import Any
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any, TypeVar
+
+from training.common import Logger, peak_rss_mib
+
+T = TypeVar("T")
 
 QUESTION_SYSTEM = (
     "You write the questions that users of a software product type into the search box of its "
@@ -280,3 +285,35 @@ class Writer:
 
     def close(self) -> None:
         self._gen.close()
+
+
+def append_replies(
+    path: Path,
+    todo: Sequence[T],
+    ask: Callable[[Writer, T], dict[str, Any]],
+    *,
+    budget: float,
+    stop: Path,
+    log: Logger,
+    name: str,
+    writer: Callable[[], Writer],
+) -> None:
+    """Ask one reply per item and append each record (``ask``'s, plus the request's timings) to
+    ``path`` as a JSON line the moment it comes, so a stopped run loses nothing and a rerun can
+    skip what is there. The ``stop`` file or the time budget (seconds; 0: none) ends the run."""
+    model = writer()
+    start = time.perf_counter()
+    try:
+        with path.open("a", encoding="utf-8") as f:
+            for i, item in enumerate(todo, 1):
+                if (budget and time.perf_counter() - start > budget) or stop.exists():
+                    log.info(f"{name}: stopping (time budget or STOP file; resumable)")
+                    break
+                record = ask(model, item)
+                f.write(json.dumps(record, ensure_ascii=False) + "\n")
+                f.flush()
+                if i % 25 == 0:
+                    el = time.perf_counter() - start
+                    log.info(f"{name}: {i}/{len(todo)} in {el:.0f}s; peak RSS {peak_rss_mib():.0f} MiB")
+    finally:
+        model.close()

@@ -14,7 +14,6 @@ training/README.md, "The fifth round".
 from __future__ import annotations
 
 import json
-import time
 from collections import Counter
 from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
@@ -127,25 +126,23 @@ def stage_rewrites(
     log.info(f"rewrites: {len(todo)} questions to reword ({len(done)} done before); model {model}")
     if not todo:
         return
-    writer = llm.Writer(model, threads=threads, seed=seed)
-    start = time.perf_counter()
-    try:
-        with path.open("a", encoding="utf-8") as f:
-            for i, g in enumerate(todo, 1):
-                if (budget and time.perf_counter() - start > budget) or (out / "STOP").exists():
-                    log.info("rewrites: stopping (time budget or STOP file; resumable)")
-                    break
-                _, question, unit_text = groups[g]
-                raw, timing = writer.ask(messages(unit_text, question), SCHEMA, 80)
-                record = {"group": g, "question": question, "rewrite": parse_question(raw)}
-                f.write(
-                    json.dumps({**record, "raw": raw, "model": model, **timing}, ensure_ascii=False) + "\n"
-                )
-                f.flush()
-                if i % 25 == 0:
-                    log.info(f"rewrites: {i}/{len(todo)} in {time.perf_counter() - start:.0f}s")
-    finally:
-        writer.close()
+
+    def ask(writer: llm.Writer, g: str) -> dict[str, Any]:
+        _, question, unit_text = groups[g]
+        raw, timing = writer.ask(messages(unit_text, question), SCHEMA, 80)
+        record = {"group": g, "question": question, "rewrite": parse_question(raw)}
+        return {**record, "raw": raw, "model": model, **timing}
+
+    llm.append_replies(
+        path,
+        todo,
+        ask,
+        budget=budget,
+        stop=out / "STOP",
+        log=log,
+        name="rewrites",
+        writer=lambda: llm.Writer(model, threads=threads, seed=seed),
+    )
 
 
 def rewrite_groups(
