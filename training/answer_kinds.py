@@ -231,16 +231,7 @@ def stage_kinds(
         record = {"unit": u.id, "kind": kind, "value": value, "question": parse_question(raw)}
         return {**record, "raw": raw, "model": model, **timing}
 
-    llm.append_replies(
-        path,
-        todo,
-        ask,
-        budget=budget,
-        stop=out / "STOP",
-        log=log,
-        name="kinds",
-        writer=lambda: llm.Writer(model, threads=threads, seed=seed),
-    )
+    llm.append_replies(path, todo, ask, (model, threads, seed), budget, log)
 
 
 def kind_negatives(

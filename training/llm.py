@@ -291,17 +291,17 @@ def append_replies(
     path: Path,
     todo: Sequence[T],
     ask: Callable[[Writer, T], dict[str, Any]],
-    *,
+    writer: tuple[str, int, int],
     budget: float,
-    stop: Path,
     log: Logger,
-    name: str,
-    writer: Callable[[], Writer],
+    make_writer: Callable[..., Writer] = Writer,
 ) -> None:
-    """Ask one reply per item and append each record (``ask``'s, plus the request's timings) to
-    ``path`` as a JSON line the moment it comes, so a stopped run loses nothing and a rerun can
-    skip what is there. The ``stop`` file or the time budget (seconds; 0: none) ends the run."""
-    model = writer()
+    """Ask one reply per item with the model ``writer`` (name, threads, seed) and append the record
+    that ``ask`` returns to ``path`` as a JSON line the moment it comes, so a stopped run loses
+    nothing and a rerun can skip what is there. A STOP file beside ``path`` or the time budget
+    (seconds; 0: none) ends the run."""
+    name, stop = path.stem, path.parent / "STOP"
+    model = make_writer(model=writer[0], threads=writer[1], seed=writer[2])
     start = time.perf_counter()
     try:
         with path.open("a", encoding="utf-8") as f:

@@ -133,16 +133,7 @@ def stage_rewrites(
         record = {"group": g, "question": question, "rewrite": parse_question(raw)}
         return {**record, "raw": raw, "model": model, **timing}
 
-    llm.append_replies(
-        path,
-        todo,
-        ask,
-        budget=budget,
-        stop=out / "STOP",
-        log=log,
-        name="rewrites",
-        writer=lambda: llm.Writer(model, threads=threads, seed=seed),
-    )
+    llm.append_replies(path, todo, ask, (model, threads, seed), budget, log)
 
 
 def rewrite_groups(

@@ -36,14 +36,7 @@ def test_replies_are_appended_until_the_stop_file_and_the_model_is_closed(tmp_pa
     path.write_text(json.dumps({"item": "earlier", "reply": "EARLIER"}) + "\n")
     echo = _Echo(tmp_path / "STOP", stop_after=2)
     append_replies(
-        path,
-        ["a", "b", "c"],
-        _ask,
-        budget=0,
-        stop=tmp_path / "STOP",
-        log=Logger(tmp_path / "log"),
-        name="test",
-        writer=lambda: echo,  # type: ignore[arg-type,return-value]
+        path, ["a", "b", "c"], _ask, ("echo", 1, 13), 0, Logger(tmp_path / "log"), lambda **_: echo
     )
     lines = [json.loads(x) for x in path.read_text().splitlines()]
     # the earlier line is kept, "c" is never asked: the STOP file came after "b"
