@@ -13,7 +13,6 @@ round".
 
 from __future__ import annotations
 
-import json
 import random
 import re
 from collections import Counter
@@ -23,6 +22,7 @@ from typing import Any
 
 from training import claims as C
 from training.common import Logger, check_not_reserved, read_jsonl
+from training.llm import QUESTION_SCHEMA, one_question_messages, parse_question
 from training.questions import informativeness, question_problem, repeated_texts
 from training.reader_pairs import Corpus, _distinct, _group, reader_pairs
 from training.units import Unit, prefix_of, rng_for
@@ -92,19 +92,6 @@ EXAMPLES = (
         "When did the first camera model stop getting firmware updates?",
     ),
 )
-SCHEMA = {
-    "type": "json_schema",
-    "json_schema": {
-        "name": "question",
-        "strict": True,
-        "schema": {
-            "type": "object",
-            "properties": {"question": {"type": "string"}},
-            "required": ["question"],
-            "additionalProperties": False,
-        },
-    },
-}
 
 
 def value_of(text: str) -> tuple[str, str] | None:
@@ -126,24 +113,8 @@ def mark(text: str, value: str) -> str:
 
 
 def messages(trail: str, text: str, value: str) -> list[dict[str, str]]:
-    """Fixed instructions and examples first (llama.cpp reuses their cached prefix), then the unit."""
-    out = [{"role": "system", "content": SYSTEM}]
-    for prompt, question in EXAMPLES:
-        out.append({"role": "user", "content": prompt})
-        out.append({"role": "assistant", "content": json.dumps({"question": question})})
     body = " ".join(mark(text, value).split())
-    out.append({"role": "user", "content": f"Section: {trail or '(untitled)'}\n{body}"})
-    return out
-
-
-def parse_question(raw: str) -> str:
-    try:
-        start, end = raw.find("{"), raw.rfind("}")
-        data = json.loads(raw[start : end + 1])
-    except (ValueError, RecursionError):
-        return ""
-    q = data.get("question") if isinstance(data, dict) else None
-    return " ".join(q.split()) if isinstance(q, str) else ""
+    return one_question_messages(SYSTEM, EXAMPLES, f"Section: {trail or '(untitled)'}\n{body}")
 
 
 # what a question asking for a value of each kind says (the LLM sometimes asks about something else)
@@ -227,7 +198,7 @@ def stage_kinds(
 
     def ask(writer: llm.Writer, item: tuple[Unit, str, str]) -> dict[str, Any]:
         u, kind, value = item
-        raw, timing = writer.ask(messages(prefix_of(u.title, u.trail), u.text, value), SCHEMA, 80)
+        raw, timing = writer.ask(messages(prefix_of(u.title, u.trail), u.text, value), QUESTION_SCHEMA, 80)
         record = {"unit": u.id, "kind": kind, "value": value, "question": parse_question(raw)}
         return {**record, "raw": raw, "model": model, **timing}
 

@@ -239,6 +239,45 @@ def parse_list_reply(raw: str, key: str, n: int) -> list[str]:
     return found + [""] * (n - len(found))
 
 
+# one question per prompt (answer_kinds.py, question_rewrites.py): a JSON object with one string
+QUESTION_SCHEMA = {
+    "type": "json_schema",
+    "json_schema": {
+        "name": "question",
+        "strict": True,
+        "schema": {
+            "type": "object",
+            "properties": {"question": {"type": "string"}},
+            "required": ["question"],
+            "additionalProperties": False,
+        },
+    },
+}
+
+
+def one_question_messages(
+    system: str, examples: Sequence[tuple[str, str]], body: str
+) -> list[dict[str, str]]:
+    """Fixed instructions and examples first (llama.cpp reuses their cached prefix), then ``body``;
+    each example's reply is ``{"question": ...}``."""
+    out = [{"role": "system", "content": system}]
+    for prompt, question in examples:
+        out.append({"role": "user", "content": prompt})
+        out.append({"role": "assistant", "content": json.dumps({"question": question})})
+    out.append({"role": "user", "content": body})
+    return out
+
+
+def parse_question(raw: str) -> str:
+    try:
+        start, end = raw.find("{"), raw.rfind("}")
+        data = json.loads(raw[start : end + 1])
+    except (ValueError, RecursionError):
+        return ""
+    q = data.get("question") if isinstance(data, dict) else None
+    return " ".join(q.split()) if isinstance(q, str) else ""
+
+
 class Writer:
     """One loaded GGUF model; ``ask`` returns the reply text and the request's timings."""
 

@@ -13,15 +13,14 @@ training/README.md, "The fifth round".
 
 from __future__ import annotations
 
-import json
 from collections import Counter
 from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
 from training import claims as C
-from training.answer_kinds import SCHEMA, parse_question
 from training.common import Logger, check_not_reserved, read_jsonl
+from training.llm import QUESTION_SCHEMA, one_question_messages, parse_question
 from training.questions import question_problem
 from training.units import rng_for
 
@@ -54,14 +53,8 @@ TEST_SHARE = 0.15
 
 
 def messages(unit_text: str, question: str) -> list[dict[str, str]]:
-    """Fixed instructions and examples first (llama.cpp reuses their cached prefix), then the pair."""
-    out = [{"role": "system", "content": SYSTEM}]
-    for prompt, rewrite in EXAMPLES:
-        out.append({"role": "user", "content": prompt})
-        out.append({"role": "assistant", "content": json.dumps({"question": rewrite})})
     body = f"Answer: {' '.join(unit_text.split())}\nQuestion: {' '.join(question.split())}"
-    out.append({"role": "user", "content": body})
-    return out
+    return one_question_messages(SYSTEM, EXAMPLES, body)
 
 
 def answered(rows: Iterable[dict[str, Any]]) -> dict[str, tuple[str, str, str]]:
@@ -129,7 +122,7 @@ def stage_rewrites(
 
     def ask(writer: llm.Writer, g: str) -> dict[str, Any]:
         _, question, unit_text = groups[g]
-        raw, timing = writer.ask(messages(unit_text, question), SCHEMA, 80)
+        raw, timing = writer.ask(messages(unit_text, question), QUESTION_SCHEMA, 80)
         record = {"group": g, "question": question, "rewrite": parse_question(raw)}
         return {**record, "raw": raw, "model": model, **timing}
 

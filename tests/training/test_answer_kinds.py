@@ -15,12 +15,12 @@ from training.answer_kinds import (
     kind_problem,
     lacks,
     messages,
-    parse_question,
     plan,
     stage_kinds,
     value_of,
 )
 from training.common import Logger, ReservedPackageError
+from training.llm import parse_question
 from training.reader_pairs import Corpus
 from training.units import Unit
 
