@@ -1,12 +1,15 @@
 """Whether a question's term occurs in evidence text (answer/relevance.py): the test behind
-"codes that appear in no candidate refuse outright"."""
+"codes that appear in no candidate refuse outright", and behind the softer penalty for names and
+for words no English word list knows that no candidate uses."""
 
 from __future__ import annotations
 
 import pytest
 
-from citeline.answer.relevance import evidence_words, term_present
+from citeline.answer.relevance import MISSING_PENALTY, assess, evidence_words, spelled_in, term_present
 from citeline.retrieval.query import analyze
+
+from ._passages import make_passages
 
 
 @pytest.mark.parametrize(
@@ -76,3 +79,64 @@ def test_numbers_count_as_any_digits_for_coverage() -> None:
 )
 def test_a_number_with_thousands_separators_is_one_name(question: str, names: tuple[str, ...]) -> None:
     assert analyze(question).names == names
+
+
+@pytest.mark.parametrize(
+    ("question", "unknown"),
+    [
+        ("How do I get a certificate for my server with certbot?", ("certbot",)),
+        ("What is the default of qmail's concurrencyremote control file?", ("concurrencyremote",)),
+        ("Before installing a customised bounce template, how can I preview it?", ()),  # British
+        ("Which newsletter senders use a long queue lifetime?", ()),  # English, however rare here
+        ("I want to load-test an LMTP server", ()),  # hyphenated words are English words
+        ("What is the default of smtpd_recipient_limit?", ()),  # a code, not an unknown word
+        ("Who won the Tour de France after Pogačar?", ()),  # a name already
+    ],
+)
+def test_words_no_english_word_list_knows(question: str, unknown: tuple[str, ...]) -> None:
+    assert analyze(question).unknown == unknown
+
+
+def test_an_unknown_word_no_candidate_uses_lowers_the_relevance_like_a_missing_name() -> None:
+    text = "To get a TLS certificate, run the ACME client of your choice and point smtpd_tls_cert_file at it."
+    hits = [p.hit for p in make_passages([text])]
+    # the dense side is not there (keyword only): the score is the coverage, then the penalty
+    with_tool = assess(analyze("How do I get a certificate with certbot?"), hits, keyword_only=True)
+    plain = assess(analyze("How do I get a certificate with a client?"), hits, keyword_only=True)
+    assert with_tool.missing_terms == ("certbot",) and not plain.missing_terms
+    assert with_tool.score == pytest.approx(with_tool.coverage * (1 - MISSING_PENALTY))
+    assert with_tool.score < 0.2 * plain.score
+    # used by the documents, an unknown word is an ordinary term: no penalty
+    used = assess(
+        analyze("How do I get a certificate with acmeclient?"),
+        [p.hit for p in make_passages([text.replace("the ACME client", "acmeclient")])],
+        keyword_only=True,
+    )
+    assert not used.missing_terms and used.score > 0.5
+
+
+def test_an_unknown_word_does_not_dilute_the_penalty_of_a_missing_name() -> None:
+    hits = [p.hit for p in make_passages(["ldgctl drain waits for in-flight batches before it stops."])]
+    question = "Does ldgctl drain wait for Kafka batches?"
+    relevance = assess(analyze(question), hits, keyword_only=True)
+    assert analyze(question).unknown == ("ldgctl",)
+    assert relevance.missing_terms == ("kafka",)
+    assert relevance.score == pytest.approx(relevance.coverage * (1 - MISSING_PENALTY))
+
+
+@pytest.mark.parametrize(
+    ("word", "text", "spelled"),
+    [
+        ("certbot", "run certbot renew", True),
+        ("microenviroment", "the tumour microenvironment", True),  # a typo
+        ("chenodeosycholic", "chenodeoxycholic acid", True),
+        ("panicprone", "a panic-prone state", True),  # a compound written apart
+        ("certbot", "use your acme client", False),
+        ("certbot", "a concert bottle", False),  # pieces of two words are not a compound
+        ("concurrencyremote", "the concurrency limit of remote deliveries", False),
+        ("mailertable", "the mailer table", True),
+        ("copeptin", "the peptin assay", False),
+    ],
+)
+def test_an_unknown_word_is_spelled_in_the_text(word: str, text: str, spelled: bool) -> None:
+    assert spelled_in(word, evidence_words(text), text) is spelled

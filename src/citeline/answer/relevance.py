@@ -2,11 +2,14 @@
 
 RRF scores are rank-only and say nothing about relevance, so the signal combines
 the best dense cosine with the share of the question's salient terms found in the
-evidence. Identifiers and numbers asked about must appear in the evidence at all.
+evidence. Identifiers and numbers asked about must appear in the evidence at all; names, and
+words no English word list knows ("certbot"), that no candidate mentions lower the relevance.
 """
 
 from __future__ import annotations
 
+import difflib
+import itertools
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -27,6 +30,9 @@ COVERAGE_WEIGHT = 0.4
 # from all candidates. Names can be incidental ("I live in Sheffield"), so they only count
 # against the relevance; codes (LDG-4012, sync_batch, 3.5.0) are decisive and refuse outright.
 MISSING_PENALTY = 0.9
+# difflib's ratio above which two words are one spelled two ways: "microenviroment" and
+# "microenvironment" score 0.97, "concurrencyremote" and "concurrency" 0.79
+TYPO_SIMILARITY = 0.85
 
 
 @dataclass(frozen=True)
@@ -99,6 +105,19 @@ def versioned_name_present(name: str, number: str, words: set[str], text: str) -
     return re.search(pattern, text) is not None
 
 
+def spelled_in(word: str, words: set[str], text: str) -> bool:
+    """Whether ``text`` (lower-cased; ``words``: its evidence_words) uses ``word``, allowing for a
+    typo ("microenviroment", "chenodeosycholic") and for a compound written apart ("panicprone"
+    for "panic-prone"): an unknown word of the question is as often a misspelling as a name."""
+    if term_present(word, words, text):
+        return True
+    tokens = re.findall(r"[^\W_]+", text)
+    if any(a + b == word for a, b in itertools.pairwise(tokens)):
+        return True
+    similar = [w for w in words if w[:1] == word[:1] and abs(len(w) - len(word)) <= 2]
+    return bool(difflib.get_close_matches(word, similar, n=1, cutoff=TYPO_SIMILARITY))
+
+
 def evidence_words(text: str) -> set[str]:
     lowered = text.lower()
     words = set(_WORD.findall(lowered))
@@ -141,8 +160,13 @@ def assess(
     pool_words = evidence_words(pool)
     missing_codes = tuple(t for t in query.codes if not term_present(t, pool_words, pool, whole_numbers=True))
     missing_soft = tuple(t for t in query.names if not term_present(t, pool_words, pool, whole_numbers=True))
+    # an unknown word ("certbot") the candidates never use counts as a missing name; one they use
+    # is an ordinary term ("smtpd"), and does not dilute the names' penalty
+    missing_unknown = tuple(t for t in query.unknown if not spelled_in(t, pool_words, pool))
     # keyword only (the dense side did not answer): the weighted coverage is the whole signal
     score = coverage if keyword_only else DENSE_WEIGHT * max(dense_best, 0.0) + COVERAGE_WEIGHT * coverage
-    if query.names:
-        score *= 1.0 - MISSING_PENALTY * len(missing_soft) / len(query.names)
+    if query.names or missing_unknown:
+        missing = len(missing_soft) + len(missing_unknown)
+        score *= 1.0 - MISSING_PENALTY * missing / (len(query.names) + len(missing_unknown))
+    missing_soft += missing_unknown
     return Relevance(score, dense_best, coverage, missing_codes, missing_soft, keyword_only)

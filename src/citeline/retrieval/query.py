@@ -10,14 +10,17 @@ earlier one already knew.
   ("windows server 2022"): when no candidate mentions them, the documents do not hold the answer.
 * ``names``: other identifiers, product names and proper nouns (softer evidence); a number written
   with thousands separators ("30,000") is one name ("30000").
+* ``unknown``: words no English word list knows ("certbot", "mailertable"): written in lower case,
+  they are still most likely the name of a tool or a thing, and as soft as ``names``.
 * ``years``: years the question names; an answer about another year is wrong.
 * ``weights``: IDF of each term over the documents the asker may read (filled by retrieval).
 """
 
 from __future__ import annotations
 
+import functools
 import re
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
 
 import blingfire
@@ -47,6 +50,7 @@ class Query:
     names: tuple[str, ...]
     years: frozenset[str]
     weights: Mapping[str, float] = field(default_factory=dict, compare=False)
+    unknown: tuple[str, ...] = ()
 
     def with_weights(self, weights: Mapping[str, float]) -> Query:
         return replace(self, weights=dict(weights))
@@ -64,6 +68,7 @@ def analyze(question: str | Query) -> Query:
     pieces = {piece for number in grouped for piece in number.split(",")}
     names = [t for t in focus_terms if is_identifier(t) and not is_code(t) and t not in pieces]
     names += [number.replace(",", "") for number in grouped] + named_terms(asking)
+    known = set(codes) | set(names)
     return Query(
         text=text,
         focus=asking,
@@ -72,7 +77,22 @@ def analyze(question: str | Query) -> Query:
         codes=tuple(dict.fromkeys(codes)),
         names=tuple(dict.fromkeys(names)),
         years=frozenset(_YEAR.findall(asking)),
+        unknown=tuple(unknown_words(t for t in focus_terms if t not in known)),
     )
+
+
+@functools.cache
+def _english() -> frozenset[str]:
+    """wordfreq's large English list (321,000 words from books, news, the web and subtitles)."""
+    from wordfreq import get_frequency_dict
+
+    return frozenset(get_frequency_dict("en", wordlist="large"))
+
+
+def unknown_words(terms: Iterable[str]) -> list[str]:
+    """The terms that are words of letters (four or more) no English word list knows: "certbot",
+    "concurrencyremote". Misspellings are among them too, so they only ever count as soft evidence."""
+    return [t for t in terms if len(t) >= 4 and t.isalpha() and t not in _english()]
 
 
 def focus(question: str) -> str:
