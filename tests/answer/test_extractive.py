@@ -144,3 +144,21 @@ def test_when_no_unit_has_the_expected_kind_the_units_of_any_kind_answer(
     draft = generator.generate("How long may the PROTO attribute of an XFORWARD command be?", passages)
     assert not draft.refused
     assert "64 characters" in draft.sentences[0].text
+
+
+def test_an_options_name_leads_the_sentence_picked_from_its_paragraph(generator: ExtractiveGenerator) -> None:
+    """A man page's option paragraph ("-i: Incremental mode. Read entries ...") names the option in
+    its first sentence only: a later sentence is quoted after it, or the answer never says which
+    option does it."""
+    text = (
+        "-f: Do not fold the lookup key to lower case.\n\n-i: Incremental mode. Read entries from "
+        "standard input and do not truncate an existing database."
+    )
+    passages = make_passages((text,), heading=("postmap(1)", "Options"))
+    draft = generator.generate("Which option reads entries from standard input without truncating?", passages)
+    texts = [s.text for s in draft.sentences]
+    assert "Read entries from standard input and do not truncate an existing database." in texts
+    assert (
+        texts.index("-i: Incremental mode.")
+        == texts.index("Read entries from standard input and do not truncate an existing database.") - 1
+    )

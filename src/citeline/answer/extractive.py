@@ -14,7 +14,7 @@ from citeline.answer.answer_type import can_answer, expected_type
 from citeline.answer.citations import escape_markers
 from citeline.answer.prompt import near_refusal
 from citeline.answer.relevance import weighted_coverage
-from citeline.answer.units import Unit, definition_term, heading_context, passage_units
+from citeline.answer.units import Unit, heading_context, leads, passage_units
 from citeline.embedding.base import Embedder
 from citeline.embedding.memo import remembered
 from citeline.errors import ConfigError
@@ -77,11 +77,12 @@ class ExtractiveGenerator:
         for p in passages:
             context = heading_context(p.chunk.heading_trail, p.hit.title)
             units = passage_units(p.chunk.text, p.chunk.start)
-            term = definition_term(units, p.chunk.heading_trail)
-            for unit in units:
+            for unit, before in zip(
+                units, leads(units, p.chunk.text, p.chunk.start, p.chunk.heading_trail), strict=True
+            ):
                 if near_refusal(unit.text) or unit.text.rstrip().endswith("?"):
                     continue  # "I could not find this..." or an FAQ's question is never an answer
-                lead: tuple[Unit, ...] = (term, unit) if term is not None and unit is not term else ()
+                lead: tuple[Unit, ...] = (*before, unit) if before else ()
                 candidates.append((p.number, unit, f"{context}: {unit.text}" if context else unit.text, lead))
         if not candidates:
             return []

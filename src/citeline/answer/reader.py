@@ -24,7 +24,7 @@ import numpy.typing as npt
 
 from citeline.answer.facts import neutral_numbers
 from citeline.answer.prompt import near_refusal
-from citeline.answer.units import Unit, definition_term, heading_context, passage_units
+from citeline.answer.units import Unit, definition_term, heading_context, leads, passage_units
 from citeline.errors import ConfigError
 from citeline.models import Hit, Passage
 from citeline.retrieval.query import Query, analyze
@@ -127,9 +127,9 @@ def candidates(passages: Sequence[Passage]) -> list[Candidate]:
             if not near_refusal(u.text) and not u.text.rstrip().endswith("?")
         ]
         term = definition_term(units, p.chunk.heading_trail)
-        lead = (term,) if term is not None else ()
+        before = leads(units, p.chunk.text, p.chunk.start, p.chunk.heading_trail)
         for i, unit in enumerate(units):
-            out.append(Candidate(p.number, unit, (unit,) if unit is term else (*lead, unit), context))
+            out.append(Candidate(p.number, unit, (*before[i], unit), context))
             nxt = units[i + 1] if i + 1 < len(units) else None
             if nxt is None or unit.kind != "sentence" or nxt.kind != "sentence":
                 continue
@@ -138,7 +138,7 @@ def candidates(passages: Sequence[Passage]) -> list[Candidate]:
                 out.append(Candidate(p.number, window, (unit, nxt), context))
             elif "\n\n" not in p.chunk.text[unit.end - p.chunk.start : nxt.start - p.chunk.start]:
                 window = Unit(unit.start, nxt.end, f"{unit.text} {nxt.text}", "window")
-                out.append(Candidate(p.number, window, (*lead, unit, nxt), context))
+                out.append(Candidate(p.number, window, (*before[i], unit, nxt), context))
     return out
 
 

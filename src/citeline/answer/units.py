@@ -13,6 +13,9 @@ _BULLET = re.compile(r"^\s*(?:[-*+]|\d+[.)])\s+")
 # repetition: "^\s*\|?[\s:|-]+\|?\s*$" took cubic time on a line of spaces ending otherwise.
 _TABLE_SEP = re.compile(r"^[\s:|-]+$")
 _MARKUP = re.compile(r"(\*\*|__|^>\s?|^#+\s+)", re.MULTILINE)
+# A paragraph that opens with an option's or a parameter's name and a colon: "-i: Incremental
+# mode.", "-i queue_id: Schedule ...", "maximal_backoff_time (4000s): The maximal time ..."
+_LABEL = re.compile(r"(?:--?\w[\w-]*(?: [\w<>\[\].=-]+)?|[a-z]\w*(?:[._]\w+)+)(?: \([^)]*\))?: ")
 
 
 @dataclass(frozen=True)
@@ -138,3 +141,25 @@ def definition_term(units: Sequence[Unit], trail: Sequence[str]) -> Unit | None:
     if units and trail and units[0].text == " ".join(trail[-1].split()):
         return units[0]
     return None
+
+
+def leads(units: Sequence[Unit], text: str, offset: int, trail: Sequence[str]) -> list[tuple[Unit, ...]]:
+    """What each unit is quoted after, in order: its passage's definition term
+    (:func:`definition_term`), and the first sentence of its paragraph when that opens with an
+    option's or a parameter's name and a colon ("-i: Incremental mode." before "Read entries from
+    standard input and do not truncate an existing database."): the sentences after it describe
+    the option without naming it. ``text`` is the passage's text, which starts at ``offset``."""
+    term = definition_term(units, trail)
+    out: list[tuple[Unit, ...]] = []
+    label: Unit | None = None
+    for i, unit in enumerate(units):
+        prev = units[i - 1] if i else None
+        same_paragraph = (
+            prev is not None
+            and prev.kind == unit.kind == "sentence"
+            and "\n\n" not in text[prev.end - offset : unit.start - offset]
+        )
+        if not same_paragraph:
+            label = unit if unit.kind == "sentence" and _LABEL.match(unit.text) else None
+        out.append(tuple(dict.fromkeys(u for u in (term, label) if u is not None and u is not unit)))
+    return out

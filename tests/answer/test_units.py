@@ -1,0 +1,47 @@
+"""Quotable units and what each is quoted after (answer/units.py)."""
+
+from __future__ import annotations
+
+import pytest
+
+from citeline.answer.units import leads, passage_units
+
+
+@pytest.mark.parametrize(
+    ("text", "trail", "expected"),
+    [
+        # an option's paragraph: its later sentences are quoted after the one that names it
+        (
+            "-i: Incremental mode. Read entries from standard input. Keep the database.",
+            ("Options",),
+            [[], ["-i: Incremental mode."], ["-i: Incremental mode."]],
+        ),
+        (
+            "-i queue_id: Schedule delivery. It is immediate.",
+            ("Options",),
+            [[], ["-i queue_id: Schedule delivery."]],
+        ),
+        (
+            "maximal_backoff_time (4000s): The maximal time. It applies per message.",
+            ("Parameters",),
+            [[], ["maximal_backoff_time (4000s): The maximal time."]],
+        ),
+        # only within the paragraph
+        ("-m: Enable MIME parsing.\n\nThis is another paragraph.", ("Options",), [[], []]),
+        # a plain word and a colon is not an option ("Note: ...", "Warning: ...")
+        ("Note: this is a note. A second sentence.", ("Notes",), [[], []]),
+        # a definition's term leads every other unit, before a label
+        (
+            "smtpd_timeout (default: 300s)\n\nsmtpd_timeout: The time limit. It is in seconds.",
+            ("Parameters", "smtpd_timeout (default: 300s)"),
+            [
+                [],
+                ["smtpd_timeout (default: 300s)"],
+                ["smtpd_timeout (default: 300s)", "smtpd_timeout: The time limit."],
+            ],
+        ),
+    ],
+)
+def test_leads(text: str, trail: tuple[str, ...], expected: list[list[str]]) -> None:
+    units = passage_units(text, 40)
+    assert [[u.text for u in before] for before in leads(units, text, 40, trail)] == expected
