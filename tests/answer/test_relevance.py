@@ -140,3 +140,16 @@ def test_an_unknown_word_does_not_dilute_the_penalty_of_a_missing_name() -> None
 )
 def test_an_unknown_word_is_spelled_in_the_text(word: str, text: str, spelled: bool) -> None:
     assert spelled_in(word, evidence_words(text), text) is spelled
+
+
+@pytest.mark.parametrize(
+    ("question", "names"),
+    [
+        ("How do I see notifications in the same mail-client thread?", ()),  # English compounds
+        ("Which time-to-live does the built-in cache use?", ()),
+        ("How do I run opendkim-genkey?", ("opendkim-genkey",)),  # a tool: not English
+        ("Which opendkim-genkey time-to-live applies?", ("opendkim-genkey",)),
+    ],
+)
+def test_a_hyphenated_word_of_english_words_is_not_a_name(question: str, names: tuple[str, ...]) -> None:
+    assert analyze(question).names == names

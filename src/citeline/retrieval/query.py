@@ -66,7 +66,11 @@ def analyze(question: str | Query) -> Query:
     codes = [t for t in focus_terms if is_code(t)] + versioned_names(asking)
     grouped = _GROUPED_NUMBER.findall(asking)
     pieces = {piece for number in grouped for piece in number.split(",")}
-    names = [t for t in focus_terms if is_identifier(t) and not is_code(t) and t not in pieces]
+    names = [
+        t
+        for t in focus_terms
+        if is_identifier(t) and not is_code(t) and t not in pieces and not english_compound(t)
+    ]
     names += [number.replace(",", "") for number in grouped] + named_terms(asking)
     known = set(codes) | set(names)
     return Query(
@@ -93,6 +97,13 @@ def unknown_words(terms: Iterable[str]) -> list[str]:
     """The terms that are words of letters (four or more) no English word list knows: "certbot",
     "concurrencyremote". Misspellings are among them too, so they only ever count as soft evidence."""
     return [t for t in terms if len(t) >= 4 and t.isalpha() and t not in _english()]
+
+
+def english_compound(term: str) -> bool:
+    """A hyphenated word made of English words ("mail-client", "built-in", "time-to-live") is
+    ordinary prose, not a name the documents must spell the same way; "opendkim-genkey" is a name."""
+    parts = term.split("-")
+    return len(parts) > 1 and all(p.isalpha() and p in _english() for p in parts)
 
 
 def focus(question: str) -> str:
