@@ -149,7 +149,10 @@ def test_an_unknown_word_is_spelled_in_the_text(word: str, text: str, spelled: b
         ("Which time-to-live does the built-in cache use?", ()),
         ("How do I run opendkim-genkey?", ("opendkim-genkey",)),  # a tool: not English
         ("Which opendkim-genkey time-to-live applies?", ("opendkim-genkey",)),
+        ("I moved in last year.Where do I register the move?", ()),  # a full stop without its space
     ],
 )
-def test_a_hyphenated_word_of_english_words_is_not_a_name(question: str, names: tuple[str, ...]) -> None:
+def test_a_hyphenated_word_of_english_words_or_a_missing_space_is_not_a_name(
+    question: str, names: tuple[str, ...]
+) -> None:
     assert analyze(question).names == names

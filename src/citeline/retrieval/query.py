@@ -37,6 +37,7 @@ _GENERIC_NOUNS = frozenset(
 )
 # "30,000": one number, not the terms "30" and "000"
 _GROUPED_NUMBER = re.compile(r"(?<![\d.,])\d{1,3}(?:,\d{3})+(?!\d|[.,]\d)")
+_UNSPACED_STOP = re.compile(r"(?<=[a-z])\.(?=[A-Z][a-z])")
 _VERSIONED_NAME = re.compile(r"\b(?<![\w-])([A-Z][\w-]*+)\s+(v?\d+(?:\.\d+)*)\b")
 
 
@@ -60,7 +61,8 @@ def analyze(question: str | Query) -> Query:
     """The Query for a question (a Query passes through unchanged)."""
     if isinstance(question, Query):
         return question
-    text = " ".join(question.split())
+    # "...last year.My income...": a full stop without its space ends a sentence, not a name
+    text = _UNSPACED_STOP.sub(". ", " ".join(question.split()))
     asking = focus(text)
     focus_terms = tuple(query_terms(asking))
     codes = [t for t in focus_terms if is_code(t)] + versioned_names(asking)
