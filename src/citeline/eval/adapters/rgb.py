@@ -24,9 +24,9 @@ def _plain(text: str) -> str:
 
 def giveaways(answer: str) -> list[re.Pattern[str]]:
     """What else says ``answer`` in a news snippet: a date's month and day without its year
-    ("Nov. 12", "November 21 of 1998", "September 20th") or in figures ("6/19/2020"), a money figure's number ("10.4" of
-    "$10.4 billion"), a person's surname ("Barty wins the 2021 Wimbledon"), a place's city
-    ("Tampa, Fla." for "Tampa, Florida")."""
+    ("Nov. 12", "November 21 of 1998", "September 20th") or in figures ("6/19/2020"), a money
+    figure's number ("10.4" of "$10.4 billion"), a person's surname ("Barty wins the 2021
+    Wimbledon"), a place's city ("Tampa, Fla." for "Tampa, Florida")."""
     date = _DATE_ANSWER.fullmatch(_plain(answer))
     if date is not None:
         month = next((m for m in _MONTHS if m[:3] == date.group(1)[:3]), None)
