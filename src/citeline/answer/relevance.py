@@ -148,7 +148,8 @@ def assess(
     Codes in the question (LDG-4012, sync_batch, 3.5.0) must occur somewhere in ``retrieved``
     (all candidates, not only the context): when none mentions them, the documents do not
     talk about the thing asked. Names, plain numbers and words no English word list knows
-    ("certbot") that no candidate mentions lower the relevance instead. Term weights are the query's (IDF over what the asker may read).
+    ("certbot") that no candidate mentions lower the relevance instead. Term weights are the
+    query's (IDF over what the asker may read).
     ``keyword_only`` (the dense side did not answer): the score is the weighted coverage alone.
     """
     top = list(hits[:depth])
