@@ -15,7 +15,10 @@ _TABLE_SEP = re.compile(r"^[\s:|-]+$")
 _MARKUP = re.compile(r"(\*\*|__|^>\s?|^#+\s+)", re.MULTILINE)
 # A paragraph that opens with an option's or a parameter's name and a colon: "-i: Incremental
 # mode.", "-i queue_id: Schedule ...", "maximal_backoff_time (4000s): The maximal time ..."
-_LABEL = re.compile(r"(?:--?\w[\w-]*(?: [\w<>\[\].=-]+)?|[a-z]\w*(?:[._]\w+)+)(?: \([^)]*\))?: ")
+# Possessive, and not starting inside a word: linear time on "a_a_a_..." (tests/reliability).
+_LABEL = re.compile(
+    r"(?<![\w.-])(?:--?[^\W_][\w-]*+(?: [\w<>\[\].=-]++)?|[a-z][^\W_]*+(?:[._][^\W_]++)++)(?: \([^)]*+\))?: "
+)
 
 
 @dataclass(frozen=True)
