@@ -342,6 +342,16 @@ def test_locate_quote_exact_then_ignoring_case_and_whitespace() -> None:
     assert locate_quote(text, "Alpha", lo=5) == []  # outside the searched range
 
 
+def test_locate_quote_ignores_the_colon_a_parser_put_after_a_definitions_term() -> None:
+    text = "Options:\n\n-n: Show only configuration parameters that have explicit settings.\n"
+    (span,) = locate_quote(text, "-n Show only configuration parameters that have explicit settings.")
+    assert text[span[0] : span[1]] == "-n: Show only configuration parameters that have explicit settings."
+    text = "version (default: 2): Specifies the LDAP protocol version to use."
+    (span,) = locate_quote(text, "version (default: 2) Specifies the LDAP protocol version")
+    assert text[span[0] : span[1]] == "version (default: 2): Specifies the LDAP protocol version"
+    assert locate_quote(text, "version (default 3)") == []
+
+
 def test_golden_rows_are_validated(tmp_path: Path) -> None:
     ok = validate_row({"id": 7, "question": "Why?", "answerable": False})
     assert ok["id"] == "7" and ok["evidence"] == [] and ok["answers"] is None

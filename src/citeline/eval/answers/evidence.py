@@ -14,13 +14,16 @@ if TYPE_CHECKING:
     from citeline.kb import KnowledgeBase
 
 
-def _folded(text: str, lo: int, hi: int) -> tuple[str, list[int]]:
-    """text[lo:hi] lowercased with whitespace runs squeezed to one space, and each char's origin."""
+def _folded(text: str, lo: int, hi: int, drop: str = "") -> tuple[str, list[int]]:
+    """text[lo:hi] lowercased with whitespace runs squeezed to one space, without the characters
+    in ``drop``, and each char's origin."""
     out: list[str] = []
     origin: list[int] = []
     in_space = False
     for i in range(lo, hi):
         ch = text[i]
+        if ch in drop:
+            continue
         if ch.isspace():
             if not in_space and out:
                 out.append(" ")
@@ -35,7 +38,10 @@ def _folded(text: str, lo: int, hi: int) -> tuple[str, list[int]]:
 
 
 def locate_quote(text: str, quote: str, lo: int = 0, hi: int | None = None) -> list[tuple[int, int]]:
-    """Every span of `quote` in text[lo:hi]: exact matches, else matches ignoring case and whitespace."""
+    """Every span of `quote` in text[lo:hi]: exact matches, else matches ignoring case and
+    whitespace, else also ignoring colons. The parsers write a definition list's entry as "term:
+    description" ("-n: Show only ...", "version (default: 2): Specifies ..."), where a quote copied
+    from the page reads "-n Show only ..."."""
     hi = len(text) if hi is None else hi
     needle = quote.strip()
     if not needle:
@@ -47,16 +53,18 @@ def locate_quote(text: str, quote: str, lo: int = 0, hi: int | None = None) -> l
         at = text.find(needle, at + 1, hi)
     if spans:
         return spans
-    hay, origin = _folded(text, lo, hi)
-    folded_needle, _ = _folded(needle, 0, len(needle))
-    folded_needle = folded_needle.strip()
-    if not folded_needle:
-        return []
-    at = hay.find(folded_needle)
-    while at != -1:
-        end = at + len(folded_needle) - 1
-        spans.append((origin[at], origin[end] + 1))
-        at = hay.find(folded_needle, at + 1)
+    for drop in ("", ":"):
+        hay, origin = _folded(text, lo, hi, drop)
+        folded_needle = _folded(needle, 0, len(needle), drop)[0].strip()
+        if not folded_needle:
+            return []
+        at = hay.find(folded_needle)
+        while at != -1:
+            end = at + len(folded_needle) - 1
+            spans.append((origin[at], origin[end] + 1))
+            at = hay.find(folded_needle, at + 1)
+        if spans:
+            return spans
     return spans
 
 
