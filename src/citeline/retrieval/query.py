@@ -18,7 +18,6 @@ earlier one already knew.
 
 from __future__ import annotations
 
-import functools
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
@@ -87,12 +86,12 @@ def analyze(question: str | Query) -> Query:
     )
 
 
-@functools.cache
-def _english() -> frozenset[str]:
-    """wordfreq's large English list (321,000 words from books, news, the web and subtitles)."""
+def _english() -> Mapping[str, float]:
+    """wordfreq's large English list (321,000 words from books, news, the web and subtitles),
+    loaded on first use and kept by wordfreq itself (a copy would cost 16 MB more)."""
     from wordfreq import get_frequency_dict
 
-    return frozenset(get_frequency_dict("en", wordlist="large"))
+    return get_frequency_dict("en", wordlist="large")
 
 
 def unknown_words(terms: Iterable[str]) -> list[str]:
