@@ -162,3 +162,19 @@ def test_an_options_name_leads_the_sentence_picked_from_its_paragraph(generator:
         texts.index("-i: Incremental mode.")
         == texts.index("Read entries from standard input and do not truncate an existing database.") - 1
     )
+
+
+def test_a_pointer_elsewhere_is_never_quoted(generator: ExtractiveGenerator) -> None:
+    """ "See IGNORE for a silent alternative." names what was asked and matches it closely, but says
+    only where the answer is: the answer quotes the definition it points to."""
+    passages = make_passages(
+        (
+            "WARN optional text...: Log a warning with the optional text. See IGNORE for a silent alternative.",
+            "IGNORE: Delete the current line from the input, and inspect the next input line.",
+        ),
+        heading=("header_checks(5)", "Actions"),
+    )
+    draft = generator.generate("What does the IGNORE action do in header_checks?", passages)
+    texts = [s.text for s in draft.sentences]
+    assert texts and "See IGNORE for a silent alternative." not in texts
+    assert any("Delete the current line" in t for t in texts)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from citeline.answer.units import leads, passage_units
+from citeline.answer.units import leads, never_an_answer, passage_units
 
 
 @pytest.mark.parametrize(
@@ -45,3 +45,22 @@ from citeline.answer.units import leads, passage_units
 def test_leads(text: str, trail: tuple[str, ...], expected: list[list[str]]) -> None:
     units = passage_units(text, 40)
     assert [[u.text for u in before] for before in leads(units, text, 40, trail)] == expected
+
+
+@pytest.mark.parametrize(
+    ("text", "never"),
+    [
+        ("See IGNORE for a silent alternative.", True),
+        ("(See also postconf(5).)", True),
+        ("see the example below:", True),
+        ("I could not find this in the available documents.", True),
+        ("What does IGNORE do?", True),
+        ("IGNORE: Delete the current line from the input.", False),
+        # a pointer long enough to say something itself stays a candidate
+        ("See RFC 5321 for why a client must not send more than 100 recipients per message.", False),
+        ("Seed the random number generator first.", False),
+        ("Overseen by the queue manager.", False),
+    ],
+)
+def test_never_an_answer(text: str, never: bool) -> None:
+    assert never_an_answer(text) is never

@@ -12,9 +12,8 @@ from typing import TYPE_CHECKING
 
 from citeline.answer.answer_type import can_answer, expected_type
 from citeline.answer.citations import escape_markers
-from citeline.answer.prompt import near_refusal
 from citeline.answer.relevance import weighted_coverage
-from citeline.answer.units import Unit, heading_context, leads, passage_units
+from citeline.answer.units import Unit, heading_context, leads, never_an_answer, passage_units
 from citeline.embedding.base import Embedder
 from citeline.embedding.memo import remembered
 from citeline.errors import ConfigError
@@ -80,8 +79,8 @@ class ExtractiveGenerator:
             for unit, before in zip(
                 units, leads(units, p.chunk.text, p.chunk.start, p.chunk.heading_trail), strict=True
             ):
-                if near_refusal(unit.text) or unit.text.rstrip().endswith("?"):
-                    continue  # "I could not find this..." or an FAQ's question is never an answer
+                if never_an_answer(unit.text):
+                    continue
                 lead: tuple[Unit, ...] = (*before, unit) if before else ()
                 candidates.append((p.number, unit, f"{context}: {unit.text}" if context else unit.text, lead))
         if not candidates:

@@ -23,8 +23,14 @@ import numpy as np
 import numpy.typing as npt
 
 from citeline.answer.facts import neutral_numbers
-from citeline.answer.prompt import near_refusal
-from citeline.answer.units import Unit, definition_term, heading_context, leads, passage_units
+from citeline.answer.units import (
+    Unit,
+    definition_term,
+    heading_context,
+    leads,
+    never_an_answer,
+    passage_units,
+)
 from citeline.errors import ConfigError
 from citeline.models import Hit, Passage
 from citeline.retrieval.query import Query, analyze
@@ -112,8 +118,8 @@ class Candidate:
 def candidates(passages: Sequence[Passage]) -> list[Candidate]:
     """Every unit of the passages, and each pair of adjacent sentences of one paragraph.
 
-    A unit that is, or closely paraphrases, the refusal sentence, or that is a question (an FAQ's
-    question is never its own answer), is not a candidate. In a definition's passage (it starts
+    A unit no answer quotes (``units.never_an_answer``: the refusal sentence, a question, a short
+    pointer elsewhere) is not a candidate. In a definition's passage (it starts
     with the term its trail ends with: "smtpd_recipient_limit (default: 1000)"), the term and the
     first sentence are also read together, and every other candidate quotes the term first: the
     description alone does not say what it describes, or the value it defaults to.
@@ -121,11 +127,7 @@ def candidates(passages: Sequence[Passage]) -> list[Candidate]:
     out: list[Candidate] = []
     for p in passages:
         context = heading_context(p.chunk.heading_trail, p.hit.title)
-        units = [
-            u
-            for u in passage_units(p.chunk.text, p.chunk.start)
-            if not near_refusal(u.text) and not u.text.rstrip().endswith("?")
-        ]
+        units = [u for u in passage_units(p.chunk.text, p.chunk.start) if not never_an_answer(u.text)]
         term = definition_term(units, p.chunk.heading_trail)
         before = leads(units, p.chunk.text, p.chunk.start, p.chunk.heading_trail)
         for i, unit in enumerate(units):

@@ -6,6 +6,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from citeline.answer.prompt import near_refusal
 from citeline.chunking import sentence_spans
 
 _BULLET = re.compile(r"^\s*(?:[-*+]|\d+[.)])\s+")
@@ -19,6 +20,11 @@ _MARKUP = re.compile(r"(\*\*|__|^>\s?|^#+\s+)", re.MULTILINE)
 _LABEL = re.compile(
     r"(?<![\w.-])(?:--?[^\W_][\w-]*+(?: [\w<>\[\].=-]++)?|[a-z][^\W_]*+(?:[._][^\W_]++)++)(?: \([^)]*+\))?: "
 )
+
+# "See IGNORE for a silent alternative.", "(See also postconf(5).)": a short pointer to another
+# place says where an answer is, never what it is
+_POINTER = re.compile(r"\s*\(?see\s", re.IGNORECASE)
+POINTER_WORDS = 12
 
 
 @dataclass(frozen=True)
@@ -166,3 +172,13 @@ def leads(units: Sequence[Unit], text: str, offset: int, trail: Sequence[str]) -
             label = unit if unit.kind == "sentence" and _LABEL.match(unit.text) else None
         out.append(tuple(dict.fromkeys(u for u in (term, label) if u is not None and u is not unit)))
     return out
+
+
+def never_an_answer(text: str) -> bool:
+    """Units no answer quotes, however well they match the question: the refusal sentence or a
+    paraphrase of it (a document that says it must not turn into an unrefused refusal), a question
+    (an FAQ's question is not its own answer) and a short pointer elsewhere ("See IGNORE for a
+    silent alternative.")."""
+    if near_refusal(text) or text.rstrip().endswith("?"):
+        return True
+    return _POINTER.match(text) is not None and len(text.split()) <= POINTER_WORDS
