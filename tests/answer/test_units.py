@@ -30,6 +30,23 @@ from citeline.answer.units import leads, never_an_answer, passage_units
         ("-m: Enable MIME parsing.\n\nThis is another paragraph.", ("Options",), [[], []]),
         # a plain word and a colon is not an option ("Note: ...", "Warning: ...")
         ("Note: this is a note. A second sentence.", ("Notes",), [[], []]),
+        # a sentence that points back is quoted after the sentence before it, in its paragraph only
+        (
+            "Run newaliases. This command rebuilds the database. Itself unrelated.",
+            ("Aliases",),
+            [[], ["Run newaliases."], []],
+        ),
+        (
+            "The status is 75 on failure. Otherwise, it is the command's.\n\nThese are separate.",
+            ("Diagnostics",),
+            [[], ["The status is 75 on failure."], []],
+        ),
+        # after an option's label, the sentence before comes next (each quoted once)
+        (
+            "-i: Incremental mode. Read entries. They are kept.",
+            ("Options",),
+            [[], ["-i: Incremental mode."], ["-i: Incremental mode.", "Read entries."]],
+        ),
         # a definition's term leads every other unit, before a label
         (
             "smtpd_timeout (default: 300s)\n\nsmtpd_timeout: The time limit. It is in seconds.",

@@ -25,6 +25,13 @@ _LABEL = re.compile(
 # place says where an answer is, never what it is
 _POINTER = re.compile(r"\s*\(?see\s", re.IGNORECASE)
 POINTER_WORDS = 12
+# A sentence that opens by pointing back ("This command can be used to rebuild ...", "Otherwise,
+# the exit status is ...") says what it is about only with the sentence before it
+_ANAPHORA = re.compile(
+    r"(?:this|these|that|those|such|it|its|they|their|otherwise|instead|therefore|thus|hence|"
+    r"likewise|similarly)\b",
+    re.IGNORECASE,
+)
 
 
 @dataclass(frozen=True)
@@ -154,10 +161,13 @@ def definition_term(units: Sequence[Unit], trail: Sequence[str]) -> Unit | None:
 
 def leads(units: Sequence[Unit], text: str, offset: int, trail: Sequence[str]) -> list[tuple[Unit, ...]]:
     """What each unit is quoted after, in order: its passage's definition term
-    (:func:`definition_term`), and the first sentence of its paragraph when that opens with an
+    (:func:`definition_term`); the first sentence of its paragraph when that opens with an
     option's or a parameter's name and a colon ("-i: Incremental mode." before "Read entries from
     standard input and do not truncate an existing database."): the sentences after it describe
-    the option without naming it. ``text`` is the passage's text, which starts at ``offset``."""
+    the option without naming it; and the sentence before it in its paragraph when it opens by
+    pointing back ("The result status is 75 (EX_TEMPFAIL) when ..." before "Otherwise, the exit
+    status is the exit status from the command."). ``text`` is the passage's text, which starts
+    at ``offset``."""
     term = definition_term(units, trail)
     out: list[tuple[Unit, ...]] = []
     label: Unit | None = None
@@ -170,7 +180,10 @@ def leads(units: Sequence[Unit], text: str, offset: int, trail: Sequence[str]) -
         )
         if not same_paragraph:
             label = unit if unit.kind == "sentence" and _LABEL.match(unit.text) else None
-        out.append(tuple(dict.fromkeys(u for u in (term, label) if u is not None and u is not unit)))
+        antecedent = prev if same_paragraph and _ANAPHORA.match(unit.text) else None
+        out.append(
+            tuple(dict.fromkeys(u for u in (term, label, antecedent) if u is not None and u is not unit))
+        )
     return out
 
 
