@@ -178,3 +178,34 @@ def test_a_pointer_elsewhere_is_never_quoted(generator: ExtractiveGenerator) -> 
     texts = [s.text for s in draft.sentences]
     assert texts and "See IGNORE for a silent alternative." not in texts
     assert any("Delete the current line" in t for t in texts)
+
+
+def test_a_story_question_is_also_read_by_its_asking_part() -> None:
+    """"We have kept sheep and cattle ... Can my son get a student loan?": the whole question is
+    mostly story, and a sentence about keeping sheep and cattle matched it best. The asking part is
+    read too, and the student loan sentence answers."""
+    generator = ExtractiveGenerator(make_embedder("minilm-int8"), min_score=0.0, max_sentences=1)
+    loan = "A student loan is available to anyone under 25 who starts a full-time course."
+    passages = make_passages(
+        ("Keeping sheep and cattle on a farm needs a holding number from the council.", loan),
+        heading=("Guidance",),
+    )
+    for question in (
+        "We have kept sheep and cattle on our farm for twenty years, and I have four children. "
+        "Can my son get a student loan?",
+        "I farm sheep and cattle. My son is 19. Can he get a student loan?",
+    ):
+        draft = generator.generate(question, passages)
+        assert [s.text for s in draft.sentences] == [loan], question
+
+
+def test_the_floor_of_a_story_question_is_on_the_whole_questions_similarity() -> None:
+    """Reading the asking part changes which unit wins, not the floor: the confidence the floor is
+    checked against is the whole question's score, as the floor was chosen on it."""
+    generator = ExtractiveGenerator(make_embedder("minilm-int8"), min_score=0.0)
+    passages = make_passages(("A student loan is available to anyone under 25.",), heading=("Guidance",))
+    story = "I farm sheep and cattle. My son is 19. Can he get a student loan?"
+    scored = generator.score_units(story, passages)
+    assert scored[0].floor is not None and scored[0].floor < scored[0].score
+    assert generator.generate(story, passages).confidence == pytest.approx(scored[0].floor)
+    assert generator.score_units("Can he get a student loan?", passages)[0].floor is None
