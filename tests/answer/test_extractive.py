@@ -165,7 +165,7 @@ def test_an_options_name_leads_the_sentence_picked_from_its_paragraph(generator:
 
 
 def test_a_pointer_elsewhere_is_never_quoted(generator: ExtractiveGenerator) -> None:
-    """ "See IGNORE for a silent alternative." names what was asked and matches it closely, but says
+    """The pointer "See IGNORE for a silent alternative." names what was asked and matches it closely, but says
     only where the answer is: the answer quotes the definition it points to."""
     passages = make_passages(
         (
@@ -181,7 +181,7 @@ def test_a_pointer_elsewhere_is_never_quoted(generator: ExtractiveGenerator) -> 
 
 
 def test_a_story_question_is_also_read_by_its_asking_part() -> None:
-    """"We have kept sheep and cattle ... Can my son get a student loan?": the whole question is
+    """In "We have kept sheep and cattle ... Can my son get a student loan?" the whole question is
     mostly story, and a sentence about keeping sheep and cattle matched it best. The asking part is
     read too, and the student loan sentence answers."""
     generator = ExtractiveGenerator(make_embedder("minilm-int8"), min_score=0.0, max_sentences=1)
