@@ -19,7 +19,11 @@ _KNOWN = frozenset(
     "NAME SYNOPSIS DESCRIPTION OPTIONS ARGUMENTS COMMANDS DIAGNOSTICS ENVIRONMENT FILES BUGS "
     "EXAMPLES EXAMPLE SEE ALSO LICENSE AUTHOR AUTHORS HISTORY CONFIGURATION PARAMETERS".split()
 )
-_RUNNING_TITLE = re.compile(r"^\s*[\w.+-]+\(\d\w*\)(?:\s+.*)?$")
+# The running title: "POSTQUEUE(1)    POSTQUEUE(1)" (maybe with a caption between, after a wide
+# gap) or a lone "POSTQUEUE(1)"; not a paragraph that opens with a page's name ("posttls-finger(1)
+# connects to the specified destination and reports ..."), which was dropped as one.
+_TITLE = r"[\w.+-]+\(\d\w*\)"
+_RUNNING_TITLE = re.compile(rf"^\s*{_TITLE}(?:\s{{2,}}(?:\S.*\S\s{{2,}})?{_TITLE})?\s*$")
 _GAP = re.compile(r"\s{3,}")
 
 

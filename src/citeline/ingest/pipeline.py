@@ -70,7 +70,9 @@ from citeline.settings import Settings
 UPLOAD_COLLECTION_PREFIX = "uploads/"
 
 # Bump when parsing or chunking changes what a file turns into, so unchanged files are redone.
-PIPELINE_VERSION = "5"  # 2: PDF tables; 3: HTML <th> header rows; 4: man pages in <pre>; 5: <dt> sections
+# 2: PDF tables; 3: HTML <th> header rows; 4: man pages in <pre>; 5: <dt> sections; 6: a man page's
+# paragraph that opens with a page's name ("posttls-finger(1) connects ...") is kept
+PIPELINE_VERSION = "6"
 
 
 #: files named one by one whose documents are looked up in one query
