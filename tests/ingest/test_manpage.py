@@ -74,20 +74,22 @@ def test_only_manual_pages_are_recognised(text: str, manual: bool) -> None:
     assert (man_page_blocks(text) is not None) is manual
 
 
+# posttls-finger(1)'s description opens with "posttls-finger(1) connects to ...": that line was
+# taken for the page's running title and dropped, and the description began mid-sentence.
+NAMED_PAGE = (
+    "POSTTLS-FINGER(1)                                            POSTTLS-FINGER(1)\n\n"
+    "NAME\n       posttls-finger - Probe the TLS properties of an ESMTP or LMTP server.\n\n"
+    "DESCRIPTION\n"
+    "       posttls-finger(1)  connects  to  the  specified destination and reports\n"
+    "       TLS-related information about the server.\n\n"
+    "       tlsproxy(8) to load the same certificate.\n\n"
+    "POSTTLS-FINGER(1)       General Commands Manual       POSTTLS-FINGER(1)\n"
+    "                                                              POSTTLS-FINGER(1)\n"
+)
+
+
 def test_a_paragraph_that_opens_with_the_pages_name_is_kept() -> None:
-    """posttls-finger(1)'s description opens with "posttls-finger(1) connects to ...": that line was
-    taken for the page's running title and dropped, and the description began mid-sentence."""
-    page = (
-        "POSTTLS-FINGER(1)                                            POSTTLS-FINGER(1)\n\n"
-        "NAME\n       posttls-finger - Probe the TLS properties of an ESMTP or LMTP server.\n\n"
-        "DESCRIPTION\n"
-        "       posttls-finger(1)  connects  to  the  specified destination and reports\n"
-        "       TLS-related information about the server.\n\n"
-        "       tlsproxy(8) to load the same certificate.\n\n"
-        "POSTTLS-FINGER(1)       General Commands Manual       POSTTLS-FINGER(1)\n"
-        "                                                              POSTTLS-FINGER(1)\n"
-    )
-    assert man_page_blocks(page) == [
+    assert man_page_blocks(NAMED_PAGE) == [
         ("heading", "Name", 2),
         ("paragraph", "posttls-finger - Probe the TLS properties of an ESMTP or LMTP server.", 0),
         ("heading", "Description", 2),
