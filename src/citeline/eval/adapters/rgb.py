@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 import unicodedata
@@ -22,7 +23,8 @@ def _plain(text: str) -> str:
     return "".join(ch for ch in decomposed if not unicodedata.combining(ch))
 
 
-def giveaways(answer: str) -> list[re.Pattern[str]]:
+@functools.cache
+def giveaways(answer: str) -> tuple[re.Pattern[str], ...]:
     """What else says ``answer`` in a news snippet: a date's month and day without its year
     ("Nov. 12", "November 21 of 1998", "September 20th") or in figures ("6/19/2020"), a money
     figure's number ("10.4" of "$10.4 billion"), a person's surname ("Barty wins the 2021
@@ -31,21 +33,21 @@ def giveaways(answer: str) -> list[re.Pattern[str]]:
     if date is not None:
         month = next((m for m in _MONTHS if m[:3] == date.group(1)[:3]), None)
         if month is None:
-            return []
+            return ()
         name, day = rf"(?:{month}|{month[:3]}\.?)", rf"0?{date.group(2)}(?:st|nd|rd|th)?"
         m, d, y = _MONTHS.index(month) + 1, date.group(2), date.group(3)
         numeric = rf"\b0?{m}/0?{d}/(?:{y}|{y[2:]})\b|\b0?{d}/0?{m}/(?:{y}|{y[2:]})\b"  # 6/19/2020, 27/10/2017
-        return [re.compile(rf"\b{name}\s+{day}\b|\b{day}\s+(?:of\s+)?{name}(?!\w)|{numeric}")]
+        return (re.compile(rf"\b{name}\s+{day}\b|\b{day}\s+(?:of\s+)?{name}(?!\w)|{numeric}"),)
     money = re.fullmatch(r"[$€£]\s*(\d+(?:\.\d+)?)\s*(?:billion|million)?", answer.strip())
     if money is not None:
-        return [re.compile(rf"(?<![\d.]){re.escape(money.group(1))}(?!\d|\.\d)")]
+        return (re.compile(rf"(?<![\d.]){re.escape(money.group(1))}(?!\d|\.\d)"),)
     head = answer.split(",")[0].strip()  # "Tampa, Florida": the city
     if head != answer.strip() and len(head) >= 4:
-        return [re.compile(rf"\b{re.escape(_plain(head))}\b")]
+        return (re.compile(rf"\b{re.escape(_plain(head))}\b"),)
     if _NAME_ANSWER.fullmatch(answer.strip()):
         surname = _plain(answer.split()[-1])
-        return [re.compile(rf"\b{re.escape(surname)}\b")] if len(surname) >= 3 else []
-    return []
+        return (re.compile(rf"\b{re.escape(surname)}\b"),) if len(surname) >= 3 else ()
+    return ()
 
 
 def gives_away(text: str, answers: list[str]) -> bool:
@@ -70,13 +72,13 @@ def rgb(
         if line.strip()
     ]
 
-    def usable(r: dict[str, Any]) -> bool:  # some negative snippet that does not give the answer away
-        return any(
-            " ".join(str(n).split()) and not gives_away(str(n), _flatten(r["answer"]))
-            for n in r.get("negative") or []
-        )
+    def kept(r: dict[str, Any]) -> list[tuple[int, str]]:  # negatives that do not give the answer away
+        answers = _flatten(r["answer"])
+        texts = ((j, " ".join(str(n).split())) for j, n in enumerate(r.get("negative") or [], 1))
+        return [(j, text) for j, text in texts if text and not gives_away(text, answers)]
 
-    eligible = [r for r in records if usable(r)]
+    negatives = {str(r["id"]): kept(r) for r in records}
+    eligible = [r for r in records if negatives[str(r["id"])]]
     chosen = stratified({"all": eligible}, limit, seed, key=lambda r: f"{int(r['id']):06d}")["all"]
     chosen.sort(key=lambda r: int(r["id"]))
     docs = _fresh_docs(work_dir)
@@ -87,15 +89,12 @@ def rgb(
         folder = docs / f"q{qid:03d}"
         folder.mkdir()
         answers = _flatten(r["answer"])
-        for j, snippet in enumerate(r.get("negative") or [], 1):
-            text = " ".join(str(snippet).split())
-            if not text:
-                continue
-            if gives_away(text, answers):
-                dropped += 1
-                continue
+        for j, text in negatives[str(r["id"])]:
             (folder / f"neg{j}.md").write_text(_markdown("Web search result", text), encoding="utf-8")
             written += 1
+        dropped += sum(1 for n in r.get("negative") or [] if " ".join(str(n).split())) - len(
+            negatives[str(r["id"])]
+        )
         rows.append(
             {
                 "id": f"rgb-{qid}",
