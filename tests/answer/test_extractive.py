@@ -7,7 +7,7 @@ from typing import cast
 
 import pytest
 
-from citeline.answer.extractive import READER_LEAD, ExtractiveGenerator
+from citeline.answer.extractive import READER_LEAD, READER_WEIGHT, ExtractiveGenerator, confidence
 from citeline.answer.reader import Reader, Reading, candidates
 from citeline.answer.reader import Scored as ReaderScored
 from citeline.embedding import make_embedder
@@ -209,3 +209,50 @@ def test_the_floor_of_a_story_question_is_on_the_whole_questions_similarity() ->
     assert scored[0].floor is not None and scored[0].floor < scored[0].score
     assert generator.generate(story, passages).confidence == pytest.approx(scored[0].floor)
     assert generator.score_units("Can he get a student loan?", passages)[0].floor is None
+
+
+UNIT_PASSAGE = (
+    "Specify a time value with an optional one-letter suffix that specifies the time unit. "
+    "The default time unit is d (days)."
+)
+DESCRIBES, GIVES = (
+    "Specify a time value with an optional one-letter suffix that specifies the time unit.",
+    "The default time unit is d (days).",
+)
+BOTH = f"{DESCRIBES} {GIVES}"
+
+
+@pytest.mark.parametrize(
+    ("reader_scores", "gains"),
+    [
+        ({}, {DESCRIBES: 0.0, GIVES: 0.0}),  # read by nobody: the overlap order stands
+        ({GIVES: 0.8}, {DESCRIBES: 0.0, GIVES: 0.8}),
+        ({BOTH: 0.6}, {DESCRIBES: 0.6, GIVES: 0.6}),  # a window quotes both of its sentences
+        ({DESCRIBES: 0.2, BOTH: 0.6, GIVES: 0.9}, {DESCRIBES: 0.6, GIVES: 0.9}),  # the best that quotes it
+    ],
+)
+def test_blend_adds_the_readers_best_score_of_what_quotes_a_unit(
+    reader_scores: dict[str, float], gains: dict[str, float]
+) -> None:
+    reader = cast("Reader", _FixedReader(reader_scores))
+    blend = ExtractiveGenerator(make_embedder("minilm-int8"), reader=reader, picks="blend")
+    passages = make_passages((UNIT_PASSAGE,))
+    question = "Which time unit is assumed without a suffix?"
+    scored = blend.score_units(question, passages)
+    blended = {s.unit.text: s for s in blend.blend(question, passages, scored)}
+    for s in scored:
+        assert blended[s.unit.text].score == pytest.approx(s.score + READER_WEIGHT * gains[s.unit.text])
+    # the floor is checked on the unblended scores, as it was chosen on them: refusals do not move
+    assert confidence(list(blended.values())) == pytest.approx(confidence(scored))
+
+
+def test_blend_quotes_the_unit_the_reader_finds_answering_first() -> None:
+    """The sentence that repeats the question's words leads by similarity and overlap; the reader's
+    score of the sentence that answers puts that one first (golden dev pf-004)."""
+    question = "Which time unit is assumed without a suffix?"
+    passages = make_passages((UNIT_PASSAGE,))
+    plain = ExtractiveGenerator(make_embedder("minilm-int8"), max_sentences=1)
+    assert [s.text for s in plain.generate(question, passages).sentences] == [DESCRIBES]
+    reader = cast("Reader", _FixedReader({GIVES: 0.9, DESCRIBES: 0.1}))
+    blend = ExtractiveGenerator(make_embedder("minilm-int8"), max_sentences=1, reader=reader, picks="blend")
+    assert [s.text for s in blend.generate(question, passages).sentences] == [GIVES]
