@@ -272,18 +272,44 @@ def test_answer_correctness_on_answer_text_without_markers() -> None:
     assert answer_text(a) == "The queue holds 900 jobs."
     row = score(golden("1", answers=["900 jobs"]), a, (E1,))
     # prediction tokens: queue holds 900 jobs (article dropped); gold: 900 jobs
-    assert row.correctness == Correctness(exact_match=0.0, token_f1=pytest.approx(2 / 3), contains=1.0)
+    assert row.correctness == Correctness(
+        exact_match=0.0, token_f1=pytest.approx(2 / 3), contains=1.0, first_contains=0.0
+    )
     exact = score(
         golden("2", answers=["900 jobs"]), answered("900 jobs. [1]", (cit(1, "A", 120, 130),)), (E1,)
     )
     assert exact.correctness.exact_match == 1.0
     none = score(golden("3", answers=["900 jobs"]), refused(), (E1,))
-    assert none.correctness == Correctness(exact_match=0.0, token_f1=0.0, contains=0.0)
+    assert none.correctness == Correctness(exact_match=0.0, token_f1=0.0, contains=0.0, first_contains=0.0)
     ref = score({**golden("4"), "reference": "It holds 900 jobs."}, a, (E1,))
     assert ref.correctness.exact_match is None and ref.correctness.contains is None
     m = summarize([row, exact, none, ref], k=2)["metrics"]
     assert m["exact_match"] == pytest.approx(1 / 3)  # rows with answers: 0, 1, 0
     assert m["answer_contains"] == pytest.approx(2 / 3)
+
+
+@pytest.mark.parametrize(
+    ("sentences", "contains", "first_contains"),
+    [
+        ((("The queue holds 900 jobs.", False),), 1.0, 1.0),
+        ((("The queue has a limit.", False), ("It holds 900 jobs.", False)), 1.0, 0.0),  # gold second
+        ((("900 jobs was the old limit.", True), ("It holds 900 jobs.", False)), 1.0, 1.0),  # removed
+        ((("900 jobs was the old limit.", True), ("The queue has a limit.", False)), 0.0, 0.0),
+    ],
+)
+def test_first_sentence_contains_reads_the_first_sentence_the_answer_shows(
+    sentences: tuple[tuple[str, bool], ...], contains: float, first_contains: float
+) -> None:
+    kept = tuple(
+        AnswerSentence(text, (1,), not removed, removed=removed, support_score=0.9)
+        for text, removed in sentences
+    )
+    text = " ".join(f"{t} [1]" for t, removed in sentences if not removed)
+    a = Answer("q", text, False, (cit(1, "A", 120, 130),), kept)
+    row = score(golden("1", answers=["900 jobs"]), a, (E1,))
+    assert row.correctness.contains == contains and row.correctness.first_contains == first_contains
+    assert summarize([row], k=2)["metrics"]["first_sentence_contains"] == first_contains
+    assert Correctness.from_json(row.correctness.to_json()) == row.correctness
 
 
 def test_faithfulness_counts_every_generated_sentence_of_answered_questions() -> None:

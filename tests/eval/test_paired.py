@@ -42,7 +42,7 @@ def _row(qid: str, answerable: bool, refused: bool, contains: float = 0.0, ctx: 
         "id": qid,
         "answerable": answerable,
         "refused": refused,
-        "correctness": {"contains": contains} if answerable else {},
+        "correctness": {"contains": contains, "first_contains": contains} if answerable else {},
         "retrieval": {"evidence_in_context": ctx},
     }
 
@@ -69,6 +69,7 @@ def test_outcomes_flip_per_question_over_the_questions_both_reports_hold() -> No
     got = {o.outcome: (o.paired, o.b_better, o.b_worse) for o in paired_outcomes(A_ROWS, B_ROWS)}
     assert got == {
         "answer_contains": (3, 1, 2),
+        "first_sentence_contains": (3, 1, 2),
         "refused_unanswerable": (2, 1, 0),
         "answered_answerable": (3, 0, 1),
         "evidence_in_context": (2, 1, 0),

@@ -19,7 +19,7 @@ from citeline.eval.report_style import REPORT_CSS
 
 GROUPS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("Retrieval", ("hit_rate@", "recall@", "context_hit_rate")),
-    ("Answer correctness", ("exact_match", "token_f1", "answer_contains")),
+    ("Answer correctness", ("exact_match", "token_f1", "answer_contains", "first_sentence_contains")),
     ("Citations", ("citation_precision", "citation_recall", "citation_f1")),
     (
         "Refusals",
@@ -35,6 +35,7 @@ LABELS = {
     "exact_match": "Exact match",
     "token_f1": "Token F1",
     "answer_contains": "Contains a gold answer",
+    "first_sentence_contains": "First sentence contains a gold answer",
     "citation_precision": "Citation precision",
     "citation_recall": "Citation recall",
     "citation_f1": "Citation F1",
@@ -68,6 +69,7 @@ DEFINITIONS = {
     "exact_match": "normalised answer text equals a gold answer (refusal = empty answer)",
     "token_f1": "SQuAD token F1 of the answer text against the best gold answer or the reference",
     "answer_contains": "the answer contains a gold answer as whole normalised tokens",
+    "first_sentence_contains": "the answer's first sentence alone contains a gold answer (what a reader sees first)",
     "citation_precision": "citations whose quoted span overlaps a gold evidence span in the same document",
     "citation_recall": "gold evidence items overlapped by at least one citation (refusals miss them all)",
     "citation_f1": "harmonic mean of citation precision and recall",

@@ -41,7 +41,9 @@ Over answerable questions with ``answers`` (``token_f1`` also with ``reference``
 is the answer text without citation markers, and a refusal predicts the empty string:
 
 * ``exact_match`` (SQuAD-normalised), ``token_f1`` (SQuAD bag-of-tokens F1, best gold answer),
-  ``answer_contains`` (a gold answer occurs in the answer as whole normalised tokens).
+  ``answer_contains`` (a gold answer occurs in the answer as whole normalised tokens),
+  ``first_sentence_contains`` (the same for the answer's first sentence alone: does the answer
+  lead with what was asked, or bury it after a sentence that restates the question).
 
 Citations, by span overlap in the same document. A citation's span is its quoted span
 ``[quote_start, quote_end)`` (``[start, end)`` if that is empty):

@@ -14,6 +14,7 @@ TRACKED: dict[str, bool] = {
     "exact_match": True,
     "token_f1": True,
     "answer_contains": True,
+    "first_sentence_contains": True,
     "citation_precision": True,
     "citation_recall": True,
     "citation_f1": True,

@@ -21,6 +21,11 @@ def _contains(r: Row) -> bool | None:
     return bool((r.get("correctness") or {}).get("contains")) if r.get("answerable") else None
 
 
+def _first_contains(r: Row) -> bool | None:
+    value = (r.get("correctness") or {}).get("first_contains")
+    return None if not r.get("answerable") or value is None else bool(value)
+
+
 def _refused_unanswerable(r: Row) -> bool | None:
     return bool(r.get("refused")) if r.get("answerable") is False else None
 
@@ -38,6 +43,7 @@ def _evidence_in_context(r: Row) -> bool | None:
 #: question has no gold answer to contain)
 OUTCOMES: dict[str, Callable[[Row], bool | None]] = {
     "answer_contains": _contains,
+    "first_sentence_contains": _first_contains,
     "refused_unanswerable": _refused_unanswerable,
     "answered_answerable": _answered_answerable,
     "evidence_in_context": _evidence_in_context,

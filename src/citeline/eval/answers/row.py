@@ -56,18 +56,28 @@ class RetrievalOutcome:
 
 @dataclass(frozen=True)
 class Correctness:
-    """Answer text against the gold answers; ``exact_match`` and ``contains`` need ``answers``."""
+    """Answer text against the gold answers; ``exact_match`` and the two ``contains`` need ``answers``.
+
+    ``first_contains``: the answer's first sentence alone contains a gold answer, as a reader who
+    stops there would read it (None in reports written before it was kept)."""
 
     exact_match: float | None
     token_f1: float
     contains: float | None
+    first_contains: float | None = None
 
     def to_json(self) -> dict[str, Any]:
-        return {"exact_match": self.exact_match, "token_f1": self.token_f1, "contains": self.contains}
+        out = {"exact_match": self.exact_match, "token_f1": self.token_f1, "contains": self.contains}
+        # absent, not null, when unknown: reports written before it was kept write back unchanged
+        if self.first_contains is not None:
+            out["first_contains"] = self.first_contains
+        return out
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> Correctness:
-        return cls(data.get("exact_match"), data["token_f1"], data.get("contains"))
+        return cls(
+            data.get("exact_match"), data["token_f1"], data.get("contains"), data.get("first_contains")
+        )
 
 
 @dataclass(frozen=True)

@@ -124,10 +124,12 @@ def _correctness(g: Mapping[str, Any], a: Answer) -> Correctness | None:
     if not (bool(g["answerable"]) and (answers or reference)):
         return None
     golds = answers or [reference]
+    first = "" if a.refused else next((s.text for s in a.sentences if not s.removed and s.citations), "")
     return Correctness(
         exact_match=exact_match(prediction, answers) if answers else None,
         token_f1=token_f1(prediction, golds),
         contains=(1.0 if contains_any(prediction, answers) else 0.0) if answers else None,
+        first_contains=(1.0 if contains_any(first, answers) else 0.0) if answers else None,
     )
 
 

@@ -51,6 +51,7 @@ def summarize(
         ("exact_match", [c.exact_match for c in graded if c.exact_match is not None]),
         ("token_f1", [c.token_f1 for c in graded]),
         ("answer_contains", [c.contains for c in graded if c.contains is not None]),
+        ("first_sentence_contains", [c.first_contains for c in graded if c.first_contains is not None]),
     ):
         metrics[name] = _mean([float(v) for v in values])
         n[name] = len(values)
