@@ -163,7 +163,15 @@ class Components:
 
     def answerer(self) -> Answerer:
         from citeline.answer.answerer import Answerer
+        from citeline.answer.extractive import ExtractiveGenerator
 
+        # An LLM is called only where an extractive answer would not refuse for lack of any unit
+        # close to the question (``min_answer_score``); the extractive generator checks it itself.
+        floor = (
+            None
+            if isinstance(self.generator, ExtractiveGenerator)
+            else ExtractiveGenerator(self.embedder, min_score=self._settings.min_answer_score)
+        )
         return Answerer(
             self._store,
             self.retriever(),
@@ -172,4 +180,5 @@ class Components:
             self._settings,
             self.reranker,
             reader=self.reader,
+            floor=floor,
         )

@@ -144,7 +144,11 @@ class Settings:
         0.5, "checker verifier: a sentence is supported at this entailment probability", min=0.0, max=1.0
     )
     refusal_threshold: float = _opt(0.46, "relevance below which the generator is never called")
-    min_answer_score: float = _opt(0.35, "extractive: the best unit must score at least this")
+    min_answer_score: float = _opt(
+        0.35,
+        "the best unit of the context by similarity and term overlap must score at least this, or the "
+        "answer is a refusal (with an LLM generator: before the LLM is called)",
+    )
     max_answer_sentences: int = _opt(3, "extractive: most sentences in an answer", min=1)
     extractive_picks: str = _opt(
         # blend: answers named the gold in 2 more of golden dev + dev-extra's 109 answerable

@@ -171,3 +171,25 @@ def test_compression_keeps_relevant_sentences_verbatim(small_kb: KnowledgeBase) 
     passages = assemble("alpha queue", hits, 700 + 64 * 4, small_kb.embedder.count_tokens)
     assert [p.number for p in passages] == [1, 2, 3, 4]
     assert passages[0].hit is hits[0] and passages[-1].hit is hits[1]
+
+
+@pytest.mark.parametrize(("floor", "called"), [(0.99, False), (0.0, True)])
+def test_an_llm_is_called_only_where_some_unit_reaches_the_extractive_floor(
+    tmp_path: Path, docs_dir: Path, floor: float, called: bool
+) -> None:
+    """The extractive generator refuses when no unit scores ``min_answer_score`` by similarity and
+    overlap; an LLM generator is then not called at all, for the same reason."""
+    kb = citeline.open(tmp_path / "index", min_answer_score=floor)
+    try:
+        kb.add([docs_dir])
+        gen = ScriptedGenerator([("Error ZX-7781 means the sync token expired.", (1,))])
+        kb.use_generator(gen)
+        answer = kb.ask(QUESTION, ADMIN)
+        assert (gen.calls == 1) is called
+        if not called:
+            assert answer.refused and answer.answer == REFUSAL
+            assert (answer.refusal_reason or "").startswith("no sentence answers the question well enough")
+            trace = kb.trace(answer.trace_id or "")
+            assert trace is not None and not trace.generator_called
+    finally:
+        kb.close()

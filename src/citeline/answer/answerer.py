@@ -13,6 +13,8 @@ import numpy as np
 
 from citeline.answer.citations import StreamingCitationFilter, escape_markers
 from citeline.answer.context import TokenCounter, assemble
+from citeline.answer.extractive import ExtractiveGenerator as UnitScorer
+from citeline.answer.extractive import confidence
 from citeline.answer.facts import missing_facts
 from citeline.answer.generators.base import Generator
 from citeline.answer.prompt import near_refusal, parse_free_text
@@ -63,6 +65,7 @@ class Answerer:
         reranker: Reranker | None = None,
         count_tokens: TokenCounter | None = None,
         reader: Reader | None = None,
+        floor: UnitScorer | None = None,
     ) -> None:
         self.store = store
         self.retriever = retriever
@@ -72,6 +75,9 @@ class Answerer:
         self.reranker = reranker
         #: the trained reader: its best score over the context is what the refusal guard decides on
         self.reader = reader
+        #: with an LLM generator, the extractive generator's unit scores: the best must reach
+        #: ``min_answer_score`` before the LLM is called, as it must before an extractive answer
+        self.floor = floor
         # Without the embedder's tokenizer, estimate ~4 characters per token.
         self.count_tokens: TokenCounter = count_tokens or (lambda texts: [len(t) // 4 + 2 for t in texts])
 
@@ -167,7 +173,7 @@ class Answerer:
             with Stage(timings, "read"):
                 reading = self.reader.read(query, passages)
             trace = trace.with_(reader=reading_json(reading, self.settings.reader_threshold))
-        reason = self._refusal_reason(relevance, passages, reading)
+        reason = self._refusal_reason(relevance, passages, reading) or self._below_floor(query, passages)
         draft: Draft | None = None
         if reason is None:
             with Stage(timings, "generate"):
@@ -225,6 +231,18 @@ class Answerer:
         # the reader's threshold was chosen with the relevance guard in front of it (calibration.py)
         if reading is not None and reading.best < self.settings.reader_threshold:
             return f"reader score {reading.best:.2f} below threshold {self.settings.reader_threshold:.2f}"
+        return None
+
+    def _below_floor(self, query: Query, passages: Sequence[Passage]) -> str | None:
+        """Why an LLM is not called: no unit of the context scores ``min_answer_score`` by
+        similarity and overlap, the floor under which the extractive generator refuses (on RGB's
+        first 50 negative-rejection questions, 3 the 0.5B answered; golden dev: none). Units are
+        embedded once for the reader's pre-ranking and the floor (embedding/memo.py)."""
+        if self.floor is None or not passages:
+            return None
+        best = confidence(self.floor.score_units(query, passages))
+        if best < self.settings.min_answer_score:
+            return f"no sentence answers the question well enough (best {best:.2f})"
         return None
 
     def _resolve(
