@@ -75,8 +75,8 @@ class Answerer:
         self.reranker = reranker
         #: the trained reader: its best score over the context is what the refusal guard decides on
         self.reader = reader
-        #: with an LLM generator, the extractive generator's unit scores: the best must reach
-        #: ``min_answer_score`` before the LLM is called, as it must before an extractive answer
+        #: with an LLM generator, the extractive generator's unit scores: the best must reach its
+        #: ``min_score`` (``min_answer_score``) before the LLM is called, as before an extractive answer
         self.floor = floor
         # Without the embedder's tokenizer, estimate ~4 characters per token.
         self.count_tokens: TokenCounter = count_tokens or (lambda texts: [len(t) // 4 + 2 for t in texts])
@@ -241,7 +241,7 @@ class Answerer:
         if self.floor is None or not passages:
             return None
         best = confidence(self.floor.score_units(query, passages))
-        if best < self.settings.min_answer_score:
+        if best < self.floor.min_score:
             return f"no sentence answers the question well enough (best {best:.2f})"
         return None
 
