@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 
 from citeline.retrieval.diversity import NEAR_DUPLICATE, mmr
+from citeline.settings import Settings
 
 
 def unit(*xs: float) -> np.ndarray:
@@ -35,6 +36,17 @@ def test_relevance_leads_and_diversity_breaks_close_calls() -> None:
     assert mmr(["a", "b", "c"], [1.0, 0.92, 0.9], vectors, n=2, lambda_=0.7) == [0, 2]
     # With lambda 1 only relevance counts (duplicates are still skipped).
     assert mmr(["a", "b", "c"], [1.0, 0.92, 0.9], vectors, n=2, lambda_=1.0) == [0, 1]
+
+
+def test_by_default_a_pages_second_matching_chunk_keeps_its_place() -> None:
+    # a and b: two chunks of one man page's Description (cos 0.8, both about the question);
+    # c: another page, a little less relevant. Diversity (0.7) took c; the default keeps the
+    # fused order (golden dev's "print only the settings I set explicitly" needs postconf's -n
+    # chunk, the second of its page), and still skips a near-duplicate of a.
+    vectors = np.stack([unit(1, 0, 0), unit(0.8, 0.6, 0), unit(0, 0, 1), unit(1, 0.05, 0)])
+    lambda_ = Settings().mmr_lambda
+    assert mmr(["a", "b", "c", "a2"], [1.0, 0.92, 0.9, 0.8], vectors, n=3, lambda_=lambda_) == [0, 1, 2]
+    assert mmr(["a", "b", "c"], [1.0, 0.92, 0.9], vectors[:3], n=2, lambda_=0.7) == [0, 2]
 
 
 def test_chosen_set_has_no_near_duplicate_pair() -> None:

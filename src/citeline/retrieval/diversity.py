@@ -1,6 +1,7 @@
 """Diversity before the final top-n: maximal marginal relevance over chunk vectors.
 
-Overlapping windows of one paragraph should not fill the whole context.
+Overlapping windows of one paragraph should not fill the whole context. By default
+(``mmr_lambda`` 1.0) only that is done: the fused order is kept and near-duplicates are skipped.
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ def mmr(
     relevance: Sequence[float],
     vectors: npt.NDArray[np.float32],
     n: int,
-    lambda_: float = 0.7,
+    lambda_: float = 1.0,
 ) -> list[int]:
     """Indices of ``n`` items chosen by MMR (Carbonell & Goldstein, 1998).
 
