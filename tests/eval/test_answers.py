@@ -189,6 +189,22 @@ def test_reader_separation_is_the_auroc_of_the_readers_best_score() -> None:
     assert summarize(rows[:3], k=2)["metrics"]["reader_separation"] is None  # one kind of question only
 
 
+def test_relevance_separation_is_the_auroc_of_the_guards_score() -> None:
+    ok = answered("ok [1]", (cit(1, "A", 120, 130),))
+    rows = [
+        score(golden("a1"), ok, (E1,), extra={"relevance": 0.8}),
+        score(golden("a2"), refused(), (E1,), extra={"relevance": 0.3}),  # refused by the guard: still scored
+        score(golden("u1", False), refused(), extra={"relevance": 0.4}),
+        score(golden("u2", False), ok, extra={"relevance": 0.9}),
+        score(golden("u3", False), refused()),  # a report written before relevance was recorded
+    ]
+    s = summarize(rows, k=2)
+    # pairs (answerable, unanswerable): 0.8 > 0.4, 0.8 < 0.9, 0.3 < 0.4, 0.3 < 0.9 -> 1 of 4
+    assert s["metrics"]["relevance_separation"] == pytest.approx(0.25)
+    assert s["n"]["relevance_separation"] == 4
+    assert summarize(rows[4:], k=2)["metrics"]["relevance_separation"] is None
+
+
 def test_refusal_metrics_are_undefined_without_a_denominator() -> None:
     rows = [score(golden("u1", False), answered("x [1]", (cit(1, "A", 0, 5),)))]
     m = summarize(rows, k=2)["metrics"]

@@ -60,6 +60,9 @@ def test_evaluate_answers_end_to_end(docs_kb: KnowledgeBase, docs_dir: Path) -> 
             assert c["quote"]  # the cited span's text, from the stored document
         assert list(QuestionRow.from_json(row).to_json().items()) == list(row.items())
     assert report["metrics"]["hit_rate@5"] == 1.0
+    # every question carries the relevance guard's score; the swallow scores below both answerable ones
+    assert all(isinstance(row["relevance"], float) for row in report["rows"])
+    assert report["metrics"]["relevance_separation"] == 1.0 and report["n"]["relevance_separation"] == 3
     assert report["generator"] == "extractive" and report["pipeline_verifier"] == "checker"
     assert report["judge"]["reason"] == NO_JUDGE
     for name, value in report["metrics"].items():

@@ -23,7 +23,14 @@ GROUPS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("Citations", ("citation_precision", "citation_recall", "citation_f1")),
     (
         "Refusals",
-        ("refusal_precision", "refusal_recall", "refusal_f1", "false_refusal_rate", "reader_separation"),
+        (
+            "refusal_precision",
+            "refusal_recall",
+            "refusal_f1",
+            "false_refusal_rate",
+            "reader_separation",
+            "relevance_separation",
+        ),
     ),
     ("Faithfulness", ("faithfulness", "judge_support")),
 )
@@ -44,6 +51,7 @@ LABELS = {
     "refusal_f1": "Refusal F1",
     "false_refusal_rate": "False-refusal rate",
     "reader_separation": "Reader separation (AUROC)",
+    "relevance_separation": "Relevance separation (AUROC)",
     "faithfulness": "Faithfulness (pipeline verifier)",
     "judge_support": "Judge-rated support",
 }
@@ -58,6 +66,7 @@ UNITS = {
     "refusal_f1": "questions",
     "false_refusal_rate": "answerable",
     "reader_separation": "questions",
+    "relevance_separation": "questions",
     "faithfulness": "sentences",
     "judge_support": "sentences",
 }
@@ -79,6 +88,8 @@ DEFINITIONS = {
     "false_refusal_rate": "answerable questions that were refused (lower is better)",
     "reader_separation": "chance that the reader's best score over the context is higher for an answerable "
     "question than for an unanswerable one (0.5: no better than chance; questions the reader scored)",
+    "relevance_separation": "the same for the relevance guard's score (refusal_threshold): whether any "
+    "threshold on it can tell your answerable questions from the unanswerable ones",
     "faithfulness": "generated sentences the pipeline's own verifier marked supported",
     "judge_support": "shown sentences an independent judge found supported by their citations",
 }

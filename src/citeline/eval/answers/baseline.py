@@ -23,6 +23,7 @@ TRACKED: dict[str, bool] = {
     "refusal_f1": True,
     "false_refusal_rate": False,
     "reader_separation": True,
+    "relevance_separation": True,
     "faithfulness": True,
     "judge_support": True,
 }

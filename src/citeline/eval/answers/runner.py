@@ -127,7 +127,11 @@ def evaluate_answers(
             tokens,
             quote_text=lambda d, s, e: resolver.text(d)[s:e],
             judge_supported=judged,
-            extra={"trace_id": answer.trace_id, "reader_score": answer.reader_score},
+            extra={
+                "trace_id": answer.trace_id,
+                "reader_score": answer.reader_score,
+                "relevance": answer.relevance,
+            },
         )
         scored.append(score_question(obs, k))
         if progress:

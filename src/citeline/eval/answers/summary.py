@@ -84,6 +84,11 @@ def summarize(
     ]
     metrics["reader_separation"] = auroc([s for s, _ in read], [y for _, y in read])
     n["reader_separation"] = len(read)
+    # the same for the relevance guard's score, which every question gets (reports written before
+    # it was recorded have none: None)
+    rel = [(float(r.extra["relevance"]), r.answerable) for r in ok if r.extra.get("relevance") is not None]
+    metrics["relevance_separation"] = auroc([s for s, _ in rel], [y for _, y in rel])
+    n["relevance_separation"] = len(rel)
 
     sentences = [r.sentences for r in answered if r.sentences is not None]
     total = sum(s.total for s in sentences)
