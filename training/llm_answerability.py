@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from training.common import auroc
+from training.refusal_signals import asked
 
 PROMPT = (
     "Question: {question}\n\nText:\n{text}\n\nDoes the text state the answer to the question? "
@@ -42,46 +43,29 @@ def p_yes(top_logprobs: Sequence[dict[str, Any]]) -> float:
 def scores(index: str, questions: Path, model: str, limit: int | None) -> list[tuple[float, float, bool]]:
     """(P(YES), relevance, answerable) per question."""
     import citeline
-    from citeline.answer.context import assemble
     from citeline.answer.extractive import ExtractiveGenerator
     from citeline.answer.generators.llamacpp_gen import LlamaCppGenerator
-    from citeline.answer.relevance import assess
     from citeline.answer.units import heading_context
-    from citeline.retrieval.filters import Filter
-    from citeline.retrieval.query import analyze
 
     kb = citeline.open(index)
-    answerer = kb.components.answerer()
     generator = kb.components.generator
     if not isinstance(generator, ExtractiveGenerator):
         raise SystemExit("run it with the extractive generator (its first units are what the model reads)")
     server = LlamaCppGenerator(model, n_ctx=2048)._ensure_loaded()
-    flt = Filter(principal=citeline.Principal.local_admin())
-    s = answerer.settings
     out = []
-    rows = [json.loads(x) for x in questions.read_text(encoding="utf-8").splitlines() if x.strip()]
-    for row in rows[:limit]:
-        query = analyze(answerer.check_question(row["question"]))
-        query = query.with_weights(answerer.store.term_weights(query.terms, flt))
-        found = answerer.retriever.retrieve(
-            query, flt, k=s.top_k, fusion=s.fusion, rrf_k=s.rrf_k, alpha=s.alpha
-        )
-        context = answerer.context(found, {})
-        passages = assemble(query.text, context, generator.context_tokens, answerer.count_tokens)
-        relevance = assess(query, context, retrieved=found.hits).score
+    for a in asked(kb, questions, limit):
         score = 0.0
-        if passages:
-            by_n = {p.number: p for p in passages}
+        if a.passages:
+            by_n = {p.number: p for p in a.passages}
             lines = []
-            for unit in generator.blend(query, passages, generator.score_units(query, passages))[:3]:
+            for unit in generator.blend(a.query, a.passages, generator.score_units(a.query, a.passages))[:3]:
                 p = by_n[unit.passage]
                 heading = heading_context(p.chunk.heading_trail, p.hit.title)
                 text = " ".join(u.text for u in (unit.parts or (unit.unit,)))
                 lines.append(f"- {heading + ': ' if heading else ''}{text}")
+            prompt = PROMPT.format(question=a.query.focus, text="\n".join(lines))
             body = {
-                "messages": [
-                    {"role": "user", "content": PROMPT.format(question=query.focus, text="\n".join(lines))}
-                ],
+                "messages": [{"role": "user", "content": prompt}],
                 "temperature": 0.0,
                 "max_tokens": 1,
                 "logprobs": True,
@@ -89,7 +73,7 @@ def scores(index: str, questions: Path, model: str, limit: int | None) -> list[t
             }
             reply = server.handle_chat_completions(body)
             score = p_yes(reply["choices"][0]["logprobs"]["content"][0]["top_logprobs"])
-        out.append((score, relevance, bool(row.get("answerable", True))))
+        out.append((score, a.relevance.score, bool(a.row.get("answerable", True))))
     kb.close()
     return out
 
