@@ -86,7 +86,7 @@ class Settings:
     query_expansion: str = _opt("none", "LLM query expansion", choices=EXPANSION_MODES)
     # 1.0: the context keeps the fused order and skips only near-duplicates (cosine >= 0.95). At 0.7
     # diversity pushed a page's second matching chunk out for another page's (golden dev, dev-extra,
-    # samples and a ConditionalQA train slice chose 1.0; README "Retrieval")
+    # samples and a ConditionalQA train slice chose 1.0; README "Evaluation" has the figures)
     mmr_lambda: float = _opt(
         1.0, "diversity of the context: 1 = relevance only, near-duplicates skipped", min=0.0, max=1.0
     )
