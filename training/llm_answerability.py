@@ -85,6 +85,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--model", default="0.5b")
     p.add_argument("--limit", type=int)
     args = p.parse_args(argv)
+    if not args.questions.is_file():
+        p.error(f"{args.questions}: no such file")
     rows = scores(args.index, args.questions, args.model, args.limit)
     labels = [int(a) for _, _, a in rows]
     result = {

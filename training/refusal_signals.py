@@ -159,6 +159,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--load", type=Path, help="read signals saved before instead of asking")
     p.add_argument("--max-false-refusals", type=float, default=0.15)
     args = p.parse_args(argv)
+    for path in (args.load, args.questions):
+        if path is not None and not path.is_file():
+            p.error(f"{path}: no such file")
     if args.load:
         rows = json.loads(args.load.read_text(encoding="utf-8"))
     elif args.questions and args.index:

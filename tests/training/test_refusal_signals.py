@@ -57,6 +57,11 @@ def test_saved_signals_are_summarised(tmp_path: Path, capsys: pytest.CaptureFixt
     assert out["combined_in_sample_auroc"] == 1.0
 
 
-def test_without_questions_or_saved_signals_it_says_so() -> None:
+def test_without_questions_or_saved_signals_it_says_so(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     with pytest.raises(SystemExit):
         main([])
+    with pytest.raises(SystemExit):
+        main(["--load", str(tmp_path / "gone.json")])
+    assert "gone.json: no such file" in capsys.readouterr().err
