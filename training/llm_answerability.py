@@ -53,7 +53,7 @@ def scores(index: str, questions: Path, model: str, limit: int | None) -> list[t
         raise SystemExit("run it with the extractive generator (its first units are what the model reads)")
     server = LlamaCppGenerator(model, n_ctx=2048)._ensure_loaded()
     out = []
-    for a in asked(kb, questions, limit):
+    for row, a in asked(kb, questions, limit):
         score = 0.0
         if a.passages:
             by_n = {p.number: p for p in a.passages}
@@ -73,7 +73,7 @@ def scores(index: str, questions: Path, model: str, limit: int | None) -> list[t
             }
             reply = server.handle_chat_completions(body)
             score = p_yes(reply["choices"][0]["logprobs"]["content"][0]["top_logprobs"])
-        out.append((score, a.relevance.score, bool(a.row.get("answerable", True))))
+        out.append((score, a.relevance.score, bool(row.get("answerable", True))))
     kb.close()
     return out
 

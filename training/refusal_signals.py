@@ -18,58 +18,33 @@ from __future__ import annotations
 import argparse
 import json
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import numpy.typing as npt
 
-from citeline.retrieval.filters import Principal
+from citeline.retrieval.filters import Filter, Principal
 from training.common import auroc
 
 if TYPE_CHECKING:
-    from citeline.answer.relevance import Relevance
+    from citeline.answer.answerer import Prepared
     from citeline.kb import KnowledgeBase
-    from citeline.models import Passage
-    from citeline.retrieval.query import Query
 
 SIGNALS = ("relevance", "dense", "coverage", "reader", "floor", "missing_names", "missing_codes")
 #: higher means "more likely answerable" for all but the missing counts
 LOWER_IS_ANSWERABLE = ("missing_names", "missing_codes")
 
 
-@dataclass(frozen=True)
-class Asked:
-    """One question taken as `ask` takes it, up to the refusal decision."""
-
-    row: dict[str, Any]
-    query: Query
-    relevance: Relevance
-    passages: list[Passage]
-
-
-def asked(kb: KnowledgeBase, questions: Path, limit: int | None = None) -> Iterator[Asked]:
-    """Each question retrieved, its context chosen and assembled as `ask` does (extractive budget)."""
-    from citeline.answer.context import assemble
-    from citeline.answer.extractive import ExtractiveGenerator
-    from citeline.answer.relevance import assess
-    from citeline.retrieval.filters import Filter
-    from citeline.retrieval.query import analyze
-
+def asked(
+    kb: KnowledgeBase, questions: Path, limit: int | None = None
+) -> Iterator[tuple[dict[str, Any], Prepared]]:
+    """Each question (a JSONL row) taken as `ask` takes it, up to the refusal decision."""
     answerer = kb.components.answerer()
-    s = answerer.settings
     flt = Filter(principal=Principal.local_admin())
     rows = [json.loads(x) for x in questions.read_text(encoding="utf-8").splitlines() if x.strip()]
     for row in rows[:limit]:
-        query = analyze(answerer.check_question(row["question"]))
-        query = query.with_weights(answerer.store.term_weights(query.terms, flt))
-        found = answerer.retriever.retrieve(
-            query, flt, k=s.top_k, fusion=s.fusion, rrf_k=s.rrf_k, alpha=s.alpha
-        )
-        context = answerer.context(found, {})
-        passages = assemble(query.text, context, ExtractiveGenerator.context_tokens, answerer.count_tokens)
-        yield Asked(row, query, assess(query, context, retrieved=found.hits), passages)
+        yield row, answerer.prepare(answerer.check_question(row["question"]), flt)
 
 
 def signals(index: str, questions: Path, limit: int | None = None) -> list[dict[str, Any]]:
@@ -80,8 +55,8 @@ def signals(index: str, questions: Path, limit: int | None = None) -> list[dict[
     reader = kb.components.reader
     floor = ExtractiveGenerator(kb.components.embedder, min_score=kb.settings.min_answer_score)
     out = []
-    for a in asked(kb, questions, limit):
-        row, query, relevance, passages = a.row, a.query, a.relevance, a.passages
+    for row, a in asked(kb, questions, limit):
+        query, relevance, passages = a.query, a.relevance, a.passages
         best = reader.read(query, passages).best if passages and reader else 0.0
         out.append(
             {

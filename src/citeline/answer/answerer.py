@@ -39,6 +39,18 @@ from citeline.trace import Candidates, Check, Trace, TracedHit
 SentenceListener = Callable[[AnswerSentence, Support, Sequence[Passage]], None]
 
 
+@dataclass(frozen=True)
+class Prepared:
+    """A question taken up to the refusal decision (``Answerer.prepare``)."""
+
+    query: Query
+    retrieval: Retrieval
+    #: the reranked, diversified hits the passages are assembled from
+    context: list[Hit]
+    relevance: Relevance
+    passages: list[Passage]
+
+
 @dataclass
 class Stage:
     """Times a block and records it under ``name``."""
@@ -94,6 +106,31 @@ class Answerer:
             )
         return question
 
+    def prepare(self, question: str, flt: Filter, timings: dict[str, float] | None = None) -> Prepared:
+        """``question`` (already checked) analysed, retrieved, its context chosen, its relevance
+        assessed and its passages assembled: what the refusal decision reads (``ask``, and
+        ``training.refusal_signals``, which measures those signals whatever the thresholds)."""
+        timings = {} if timings is None else timings
+        # IDF weights over what this principal may read: restricted documents change nothing it sees.
+        query = analyze(question)
+        query = query.with_weights(self.store.term_weights(query.terms, flt))
+        with Stage(timings, "retrieve"):
+            retrieval = self.retriever.retrieve(
+                query,
+                flt,
+                k=self.settings.top_k,
+                fusion=self.settings.fusion,
+                rrf_k=self.settings.rrf_k,
+                alpha=self.settings.alpha,
+            )
+        context = self.context(retrieval, timings)
+        relevance = assess(
+            query, context, retrieved=retrieval.hits, keyword_only=retrieval.degraded is not None
+        )
+        with Stage(timings, "assemble"):
+            passages = assemble(query.text, context, self.generator.context_tokens, self.count_tokens)
+        return Prepared(query, retrieval, context, relevance, passages)
+
     def context(self, retrieval: Retrieval, timings: dict[str, float]) -> list[Hit]:
         """Rerank the candidates, then choose a diverse top-n for the prompt."""
         hits = retrieval.hits
@@ -127,25 +164,10 @@ class Answerer:
         (answer/streaming.py turns that into verified-sentence events)."""
         t0 = time.perf_counter()
         question = self.check_question(question)
-        # IDF weights over what this principal may read: restricted documents change nothing it sees.
-        query = analyze(question)
-        query = query.with_weights(self.store.term_weights(query.terms, flt))
         timings: dict[str, float] = {}
-        with Stage(timings, "retrieve"):
-            retrieval = self.retriever.retrieve(
-                query,
-                flt,
-                k=self.settings.top_k,
-                fusion=self.settings.fusion,
-                rrf_k=self.settings.rrf_k,
-                alpha=self.settings.alpha,
-            )
-        context = self.context(retrieval, timings)
-        relevance = assess(
-            query, context, retrieved=retrieval.hits, keyword_only=retrieval.degraded is not None
-        )
-        with Stage(timings, "assemble"):
-            passages = assemble(query.text, context, self.generator.context_tokens, self.count_tokens)
+        prepared = self.prepare(question, flt, timings)
+        query, retrieval = prepared.query, prepared.retrieval
+        relevance, passages = prepared.relevance, prepared.passages
         trace = Trace(
             id=uuid.uuid4().hex[:16],
             question=question,
