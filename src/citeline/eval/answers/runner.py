@@ -111,10 +111,9 @@ def evaluate_answers(
             generator_name = trace.generator or generator_name
         else:
             answerer = kb.components.answerer()
-            question = answerer.check_question(g["question"])
-            retrieval = kb.retrieve(question, flt=flt or everything)
-            candidates = _hits(retrieval.hits)
-            context = _hits(answerer.context(retrieval, {}))
+            prepared = answerer.prepare(answerer.check_question(g["question"]), flt or everything)
+            candidates = _hits(prepared.retrieval.hits)
+            context = _hits(prepared.context)
             tokens = None
         judged = _judge(judge, answer) if judge is not None and judge_name != verifier_name else None
         obs = Observation(
