@@ -3,8 +3,9 @@
     python evalsets/docker/split.py            # rewrite meta.split in questions.jsonl, write dev.jsonl and test.jsonl
     python evalsets/docker/split.py --check    # exit 1 if the committed files differ from what this script writes
 
-Strata are (answerable, meta.kind): every answerable kind and every unanswerable kind is split on its
-own, so both splits hold some of each. Within a stratum the ids are sorted, then shuffled with one
+Strata are (answerable, meta.attribute) for answerable rows and (unanswerable, meta.kind) for the others
+(postfix's split uses meta.kind for both): every attribute (default, maximum, ..., yesno) and every
+unanswerable kind is split on its own, so both splits hold some of each. Within a stratum the ids are sorted, then shuffled with one
 ``random.Random(SEED)`` that runs over the strata in sorted order; the first half goes to dev. When a
 stratum has an odd size, the extra question goes to whichever split is smaller so far, so the two
 splits stay within one question of each other.
@@ -29,7 +30,9 @@ SPLITS = ("dev", "test")
 
 
 def stratum(row: dict[str, Any]) -> tuple[str, str]:
-    return ("answerable" if row["answerable"] else "unanswerable", str(row["meta"]["kind"]))
+    if row["answerable"]:
+        return ("answerable", str(row["meta"]["attribute"]))
+    return ("unanswerable", str(row["meta"]["kind"]))
 
 
 def assign_splits(rows: list[dict[str, Any]], seed: int = SEED) -> dict[str, str]:

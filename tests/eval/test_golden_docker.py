@@ -52,6 +52,11 @@ def splits() -> dict[str, list[dict[str, Any]]]:
 
 
 def _stratum(row: dict[str, Any]) -> tuple[bool, str]:
+    """split.py's strata: answerable rows by what they ask (attribute), unanswerable ones by kind."""
+    return (True, row["meta"]["attribute"]) if row["answerable"] else (False, row["meta"]["kind"])
+
+
+def _kind(row: dict[str, Any]) -> tuple[bool, str]:
     return (row["answerable"], row["meta"]["kind"])
 
 
@@ -143,10 +148,15 @@ def test_splits_are_disjoint_and_cover_the_set(
 
 def test_splits_are_stratified(rows: list[dict[str, Any]], splits: dict[str, list[dict[str, Any]]]) -> None:
     strata = Counter(_stratum(r) for r in rows)
+    kinds = Counter(_kind(r) for r in rows)
     for part in splits.values():
         have = Counter(_stratum(r) for r in part)
         for key, total in strata.items():
             assert abs(2 * have[key] - total) <= 1, (key, have[key], total)
+        # answerable kinds are not strata themselves, but follow the attributes closely
+        have_kinds = Counter(_kind(r) for r in part)
+        for key, total in kinds.items():
+            assert abs(2 * have_kinds[key] - total) <= 2, (key, have_kinds[key], total)
 
 
 def test_files_equal_what_split_py_writes() -> None:
