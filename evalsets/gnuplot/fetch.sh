@@ -53,6 +53,6 @@ if ! echo "$PDF_SHA256  $DEST/$PDF_IN_PACKAGE" | sha256sum --check --status; the
     exit 1
 fi
 mkdir -p "$DOCS"
-cp "$DEST/$PDF_IN_PACKAGE" "$DOCS/gnuplot.pdf"
+cp -p "$DEST/$PDF_IN_PACKAGE" "$DOCS/gnuplot.pdf"  # -p: the package mtime, so a re-extraction looks unchanged
 touch "$STAMP"
 echo "$DOCS"
