@@ -127,6 +127,18 @@ def sentence_spans(text: str, start: int, end: int) -> list[tuple[int, int]]:
     return spans or [(start, end)]
 
 
+# A table's caption is the short paragraph right above it ("Table A.1. PostgreSQL Error Codes")
+CAPTION_WORDS = 20
+
+
+def table_caption(text: str, before: Block, table: Block) -> str:
+    """The paragraph just above ``table`` when it is short enough to be its caption or title."""
+    if before.kind != "paragraph" or before.heading_trail != table.heading_trail:
+        return ""
+    caption = " ".join(text[before.start : before.end].split())
+    return caption if 0 < len(caption.split()) <= CAPTION_WORDS else ""
+
+
 def has_structure(doc: ParsedDocument) -> bool:
     """Whether the parser found any heading (a flat PDF or text dump has none)."""
     return any(b.kind == "heading" or b.heading_trail for b in doc.blocks)
@@ -173,16 +185,19 @@ class Chunker:
                 continue
             # A margin of a few tokens: counts of parts can differ by one from the count of the whole.
             limit = self.options.max_tokens - prefix_tokens[block.heading_trail] - 4
-            units.extend(self._units(text, block, tokens, budget, limit))
+            caption = table_caption(text, content[i - 1], block) if i and block.kind == "table" else ""
+            units.extend(self._units(text, block, tokens, budget, limit, caption))
         return self._pack(text, title, document_id, units, prefixes, prefix_tokens)
 
     # -- splitting ---------------------------------------------------------------------------
 
-    def _units(self, text: str, block: Block, tokens: int, budget: int, limit: int) -> list[_Unit]:
+    def _units(
+        self, text: str, block: Block, tokens: int, budget: int, limit: int, caption: str = ""
+    ) -> list[_Unit]:
         if tokens <= budget or (block.kind in ("table", "code") and tokens <= limit):
             return [_Unit(block.start, block.end, block, tokens)]
         if block.kind == "table":
-            return self._split_table(text, block, budget)
+            return self._split_table(text, block, budget, caption)
         if block.kind == "code":
             return self._split_lines(text, block, budget)
         return self._sentence_windows(text, block, budget)
@@ -195,11 +210,19 @@ class Chunker:
             pos += len(line) + 1
         return spans
 
-    def _split_table(self, text: str, block: Block, budget: int) -> list[_Unit]:
+    def _split_table(self, text: str, block: Block, budget: int, caption: str = "") -> list[_Unit]:
+        """Pieces of a table cut between rows; each later piece repeats the table's caption and
+        header rows in its indexed text, so a row found by its code ("40P01") is read under
+        "Table A.1. Error Codes" and its column names."""
         rows = self._line_spans(text, block)
         head_n = 2 if len(rows) > 1 and set(text[rows[1][0] : rows[1][1]]) <= set("|-: +") else 1
-        header = "\n".join(text[a:b] for a, b in rows[:head_n])
+        # the header row without its padding and its | --- | rule: a wide table's padded header
+        # alone could use up a piece's budget (and then every row was cut word by word)
+        cells = [" ".join(c.split()) for c in text[rows[0][0] : rows[0][1]].strip().strip("|").split("|")]
+        header = "\n".join([caption] * bool(caption) + ["| " + " | ".join(cells) + " |"])
         header_tokens = self.count([header])[0] - 2
+        if header_tokens > budget // 2:  # still too wide to repeat: each piece stands alone
+            header, header_tokens = "", 0
         body = rows[head_n:] or rows
         groups = self._group(text, body, budget - header_tokens, block)
         units = []

@@ -7,6 +7,7 @@ always the exact quoted passage.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -237,6 +238,8 @@ class Answer:
     reader_score: float | None = None
     #: why retrieval was keyword-only for this answer (dense side failed or too slow), else None
     degraded: str | None = None
+    #: what the question asks for: {"attribute", "kind", "subject"} (retrieval/slot.py)
+    slot: Mapping[str, Any] | None = None
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -254,4 +257,5 @@ class Answer:
             "confidence": None if self.confidence is None else round(self.confidence, 4),
             "reader_score": None if self.reader_score is None else round(self.reader_score, 4),
             "degraded": self.degraded,
+            "slot": None if self.slot is None else dict(self.slot),
         }

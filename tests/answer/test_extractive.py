@@ -246,13 +246,27 @@ def test_blend_adds_the_readers_best_score_of_what_quotes_a_unit(
     assert confidence(list(blended.values())) == pytest.approx(confidence(scored))
 
 
-def test_blend_quotes_the_unit_the_reader_finds_answering_first() -> None:
-    """The sentence that repeats the question's words leads by similarity and overlap; the reader's
-    score of the sentence that answers puts that one first (golden dev pf-004)."""
-    question = "Which time unit is assumed without a suffix?"
+def test_blend_ranks_by_the_readers_score_among_units_that_state_the_asked_value() -> None:
+    """Asked for what is assumed (no value kind to decide by), the reader's score reorders the
+    units the similarity put first; asked which unit, the unit that names one leads even when
+    the reader prefers the other (golden dev pf-004)."""
     passages = make_passages((UNIT_PASSAGE,))
-    plain = ExtractiveGenerator(make_embedder("minilm-int8"), max_sentences=1)
-    assert [s.text for s in plain.generate(question, passages).sentences] == [DESCRIBES]
     reader = cast("Reader", _FixedReader({GIVES: 0.9, DESCRIBES: 0.1}))
-    blend = ExtractiveGenerator(make_embedder("minilm-int8"), max_sentences=1, reader=reader, picks="blend")
-    assert [s.text for s in blend.generate(question, passages).sentences] == [GIVES]
+    blend = ExtractiveGenerator(make_embedder("minilm-int8"), max_sentences=2, reader=reader, picks="blend")
+    scored = blend.score_units("What is assumed when a time value has no suffix?", passages)
+    blended = blend.blend("What is assumed when a time value has no suffix?", passages, scored)
+    assert [s.unit.text for s in blended] == [DESCRIBES, GIVES]  # 0.2 x 0.8 does not close the gap
+    assert blended[1].score - scored[1].score == pytest.approx(READER_WEIGHT * 0.9)
+    contrary = cast("Reader", _FixedReader({GIVES: 0.1, DESCRIBES: 0.9}))
+    blend = ExtractiveGenerator(make_embedder("minilm-int8"), max_sentences=1, reader=contrary, picks="blend")
+    answer = blend.generate("Which time unit is assumed without a suffix?", passages)
+    assert [s.text for s in answer.sentences] == [GIVES]
+
+
+def test_a_unit_that_states_the_asked_kind_of_value_leads_without_the_reader() -> None:
+    """Asked which unit: the sentence that names one ("d (days)") leads the one that repeats the
+    question's words ("... specifies the time unit"), by the asked slot alone."""
+    question = "Which time unit is assumed without a suffix?"
+    plain = ExtractiveGenerator(make_embedder("minilm-int8"), max_sentences=1)
+    answer = plain.generate(question, make_passages((UNIT_PASSAGE,)))
+    assert [s.text for s in answer.sentences] == [GIVES]

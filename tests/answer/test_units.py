@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from citeline.answer.units import leads, never_an_answer, passage_units
+from citeline.answer.units import is_fragment, leads, never_an_answer, passage_units
 
 
 @pytest.mark.parametrize(
@@ -81,3 +81,73 @@ def test_leads(text: str, trail: tuple[str, ...], expected: list[list[str]]) -> 
 )
 def test_never_an_answer(text: str, never: bool) -> None:
     assert never_an_answer(text) is never
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        # a sentence cut inside a URL: its rest is not a unit of its own
+        (
+            "The main archive is at https://cran.r-project.org/.\nand is mirrored daily to many sites.",
+            ["The main archive is at https://cran.r-project.org/. and is mirrored daily to many sites."],
+        ),
+        ("Versions 2.1 or\nlater are needed.", ["Versions 2.1 or later are needed."]),
+        # a sentence may open with a lower-case name: not a fragment
+        ("Run it.\npostconf -n shows the settings.", ["Run it.", "postconf -n shows the settings."]),
+        ("See e.g. the file /etc/postfix/main.cf for details. Then run it.", None),
+        ("Since version 3.7.2 this is on (see Sect. 4.2 of the manual). The default is 10.", None),
+    ],
+)
+def test_segmentation_never_cuts_a_sentence_wrong(text: str, expected: list[str] | None) -> None:
+    units = [u.text for u in passage_units(text)]
+    if expected is not None:
+        assert units == expected
+    assert not any(is_fragment(u) for u in units)
+    assert len(units) == (len(expected) if expected else 2)
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        (
+            "From a command prompt they can be removed by\n\nR CMD REMOVE -l /path/to/library pkg1",
+            ["From a command prompt they can be removed by\nR CMD REMOVE -l /path/to/library pkg1"],
+        ),
+        (
+            "The command accepts the following options:\n- -a: all\n- -b: brief",
+            ["The command accepts the following options:\n-a: all\n-b: brief"],
+        ),
+        (
+            "To rebuild the database, run:\n\n```\nnewaliases\n```",
+            ["To rebuild the database, run:\n```\nnewaliases\n```"],
+        ),
+        # a complete sentence is not a lead-in; a paragraph of prose is not what it introduces
+        ("The queue is scanned.\n\nnewaliases", ["The queue is scanned.", "newaliases"]),
+        (
+            "Note:\n\nThis is a long note. It has sentences.",
+            ["Note:", "This is a long note.", "It has sentences."],
+        ),
+    ],
+)
+def test_a_lead_in_is_one_unit_with_what_it_introduces(text: str, expected: list[str]) -> None:
+    units = passage_units(text)
+    assert [u.text for u in units] == expected
+    for u in units:  # spans stay exact
+        assert text[u.start : u.end].startswith(u.text.split("\n")[0][:10])
+
+
+@pytest.mark.parametrize(
+    ("text", "fragment"),
+    [
+        ("and is mirrored daily to many sites around the world.", True),
+        ("or later.", True),
+        ("which is the default.", True),
+        ("(and the others)", True),
+        ("postconf -n shows the settings.", False),
+        ("smtpd_timeout is the time limit.", False),
+        ("The default is 10.", False),
+        ("-n: show settings", False),
+    ],
+)
+def test_is_fragment(text: str, fragment: bool) -> None:
+    assert is_fragment(text) is fragment

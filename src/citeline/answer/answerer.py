@@ -11,6 +11,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from citeline.answer.bearing import deeper_context, missing_value
 from citeline.answer.citations import StreamingCitationFilter, escape_markers
 from citeline.answer.context import TokenCounter, assemble
 from citeline.answer.extractive import ExtractiveGenerator as UnitScorer
@@ -124,6 +125,8 @@ class Answerer:
                 alpha=self.settings.alpha,
             )
         context = self.context(retrieval, timings)
+        with Stage(timings, "deepen"):
+            context = deeper_context(query.slot, context, retrieval.hits)
         relevance = assess(
             query, context, retrieved=retrieval.hits, keyword_only=retrieval.degraded is not None
         )
@@ -185,6 +188,7 @@ class Answerer:
             ),
             context=tuple(TracedHit.of(p.hit, p.number) for p in passages),
             relevance=relevance.to_json(),
+            slot=query.slot.to_json(),
             threshold=self.settings.refusal_threshold,
             generator=self.generator.name,
             verifier=self.verifier.name,
@@ -195,7 +199,11 @@ class Answerer:
             with Stage(timings, "read"):
                 reading = self.reader.read(query, passages)
             trace = trace.with_(reader=reading_json(reading, self.settings.reader_threshold))
-        reason = self._refusal_reason(relevance, passages, reading) or self._below_floor(query, passages)
+        reason = (
+            self._refusal_reason(relevance, passages, reading)
+            or missing_value(query.slot, passages)
+            or self._below_floor(query, passages)
+        )
         draft: Draft | None = None
         if reason is None:
             with Stage(timings, "generate"):
@@ -222,6 +230,7 @@ class Answerer:
             confidence=None if draft is None else draft.confidence,
             reader_score=None if reading is None else reading.best,
             degraded=retrieval.degraded,
+            slot=query.slot.to_json(),
         )
 
     def _stream(self, question: Query, passages: list[Passage], on_text: Callable[[str], None]) -> Draft:

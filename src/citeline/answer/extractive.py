@@ -13,13 +13,22 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from citeline.answer.answer_type import can_answer, expected_type
+from citeline.answer.bearing import bears
 from citeline.answer.citations import escape_markers
 from citeline.answer.relevance import weighted_coverage
-from citeline.answer.units import Unit, heading_context, leads, never_an_answer, passage_units
+from citeline.answer.units import (
+    Unit,
+    binding_contexts,
+    chunk_units,
+    heading_context,
+    leads,
+    never_an_answer,
+)
 from citeline.embedding.base import Embedder
 from citeline.embedding.memo import remembered
 from citeline.errors import ConfigError
 from citeline.models import Draft, DraftSentence, Passage
+from citeline.retrieval.hybrid import exact_codes, mentions
 from citeline.retrieval.query import Query, analyze, mentions_years
 
 if TYPE_CHECKING:
@@ -39,6 +48,8 @@ READER_LEAD = 0.9
 # +2 (3 better, 1 worse) / +6 (none worse), 0.3 +3 / +2 (5 better, 3 worse), 0.4 +3 / +2 (6
 # better, 4 worse). Through the pipeline 0.2 gave +2 / +4, none worse on ConditionalQA.
 READER_WEIGHT = 0.2
+# The questions whose answer-bearing units lead the answer (retrieval/slot.py)
+LEADING_ATTRIBUTES = frozenset({"default", "maximum", "minimum", "version", "quantity", "which"})
 
 
 @dataclass(frozen=True)
@@ -52,10 +63,22 @@ class Scored:
     #: the score by the whole question's similarity, which the floor (``min_score``) was chosen on
     #: (None: ``score``)
     floor: float | None = None
+    #: it states a value of the kind the question asks for, about its subject (answer/bearing.py)
+    bears: bool = False
+    #: it holds an exact code of the question ("40P01"): the row or sentence about that one thing
+    exact: bool = False
 
     def quotes(self) -> list[tuple[int, tuple[int, int], Unit]]:
         """(passage, span, unit) of each unit quoted for it: a term leading two picks is one quote."""
         return [(self.passage, (u.start, u.end), u) for u in self.parts or (self.unit,)]
+
+
+def ranked(scored: list[Scored], query: Query) -> list[Scored]:
+    """Best first: when the question asks for a value (a default, a limit, a version, an amount,
+    which option), the units that state one about its subject lead, whatever their similarity."""
+    if query.slot.attribute in LEADING_ATTRIBUTES:
+        return sorted(scored, key=lambda s: (not s.exact, not s.bears, -s.score))
+    return sorted(scored, key=lambda s: (not s.exact, -s.score))
 
 
 def confidence(scored: Sequence[Scored]) -> float:
@@ -88,17 +111,24 @@ class ExtractiveGenerator:
 
     def score_units(self, question: Query | str, passages: Sequence[Passage]) -> list[Scored]:
         query = analyze(question)
-        candidates: list[tuple[int, Unit, str, tuple[Unit, ...]]] = []
+        candidates: list[tuple[int, Unit, str, tuple[Unit, ...], bool]] = []
         for p in passages:
             context = heading_context(p.chunk.heading_trail, p.hit.title)
-            units = passage_units(p.chunk.text, p.chunk.start)
-            for unit, before in zip(
-                units, leads(units, p.chunk.text, p.chunk.start, p.chunk.heading_trail), strict=True
+            units = chunk_units(p.chunk)
+            trail = p.chunk.heading_trail
+            for unit, before, about in zip(
+                units,
+                leads(units, p.chunk.text, p.chunk.start, trail),
+                binding_contexts(units, p.chunk.text, p.chunk.start, trail, p.hit.title),
+                strict=True,
             ):
                 if never_an_answer(unit.text):
                     continue
                 lead: tuple[Unit, ...] = (*before, unit) if before else ()
-                candidates.append((p.number, unit, f"{context}: {unit.text}" if context else unit.text, lead))
+                bearing = bears(query.slot, unit.text, about)
+                candidates.append(
+                    (p.number, unit, f"{context}: {unit.text}" if context else unit.text, lead, bearing)
+                )
         if not candidates:
             return []
         # A question that first tells a story ("I am 17 and my parents ... Can I get X?") is read
@@ -112,25 +142,25 @@ class ExtractiveGenerator:
         sims = np.maximum(whole, vectors[1 + len(asking) :] @ vectors[1]) if asking else whole
         weights = query.weights or None
         kind = expected_type(query.text)
+        codes = exact_codes(query)
         years = query.years  # of the asking part: a story's years are circumstances
         scored: list[Scored] = []
         other_kinds: list[Scored] = []
-        for (n, unit, contextual, lead), sim, sim_whole in zip(candidates, sims, whole, strict=True):
+        for (n, unit, contextual, lead, bearing), sim, sim_whole in zip(candidates, sims, whole, strict=True):
             if not mentions_years(years, contextual):
                 continue  # about another year (RGB: "revenue in Q1 2021" answered with Q1 2023)
             overlap = weighted_coverage(query.terms, contextual, weights)
             score = SIMILARITY_WEIGHT * float(sim) + OVERLAP_WEIGHT * overlap
             floor = SIMILARITY_WEIGHT * float(sim_whole) + OVERLAP_WEIGHT * overlap if asking else None
             (scored if can_answer(kind, contextual) else other_kinds).append(
-                Scored(n, unit, score, lead, floor)
+                Scored(n, unit, score, lead, floor, bearing, any(mentions(c, unit.text) for c in codes))
             )
         # The expected kind is a preference, not a requirement: when no unit has it ("How long may
         # the PROTO attribute be?" is answered by "up to 64 characters", no duration; "When do ldap
         # tables share a connection?" by a condition), the units of any kind compete.
         if not scored:
             scored = other_kinds
-        scored.sort(key=lambda s: -s.score)
-        return scored
+        return ranked(scored, query)
 
     def select(self, scored: list[Scored]) -> list[Scored]:
         chosen: list[Scored] = []
@@ -216,8 +246,7 @@ class ExtractiveGenerator:
             )
             for s in scored
         ]
-        blended.sort(key=lambda s: -s.score)
-        return blended
+        return ranked(blended, query)
 
     def reader_lead(
         self, question: Query | str, passages: Sequence[Passage], chosen: list[Scored]

@@ -25,11 +25,11 @@ import numpy.typing as npt
 from citeline.answer.facts import neutral_numbers
 from citeline.answer.units import (
     Unit,
+    chunk_units,
     definition_term,
     heading_context,
     leads,
     never_an_answer,
-    passage_units,
 )
 from citeline.errors import ConfigError
 from citeline.models import Hit, Passage
@@ -127,7 +127,7 @@ def candidates(passages: Sequence[Passage]) -> list[Candidate]:
     out: list[Candidate] = []
     for p in passages:
         context = heading_context(p.chunk.heading_trail, p.hit.title)
-        units = [u for u in passage_units(p.chunk.text, p.chunk.start) if not never_an_answer(u.text)]
+        units = [u for u in chunk_units(p.chunk) if not never_an_answer(u.text)]
         term = definition_term(units, p.chunk.heading_trail)
         before = leads(units, p.chunk.text, p.chunk.start, p.chunk.heading_trail)
         for i, unit in enumerate(units):

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 
 from citeline.answer.prompt import near_refusal
 from citeline.chunking import sentence_spans
+from citeline.models import Chunk
 
 _BULLET = re.compile(r"^\s*(?:[-*+]|\d+[.)])\s+")
 # A separator row (| --- | :-: |): only pipes, colons, dashes and spaces. Written without nested
@@ -62,18 +63,33 @@ def readable(text: str) -> str:
     return " ".join(text.split())
 
 
-def passage_units(text: str, offset: int = 0) -> list[Unit]:
+def passage_units(text: str, offset: int = 0, table_header: str = "") -> list[Unit]:
     """Split a passage into units; spans are exact, trimmed, and shifted by ``offset``
-    (the passage's start in its document) so they index the document text."""
-    units = _units(text)
+    (the passage's start in its document) so they index the document text. ``table_header``:
+    the header row of the table the passage opens inside (a later piece of a split table),
+    so that its rows read "Code: 40P01; Condition Name: deadlock_detected"."""
+    units = _units(text, _cells(table_header) if table_header.strip().startswith("|") else None)
     return [Unit(u.start + offset, u.end + offset, u.text, u.kind) for u in units]
 
 
-def _units(doc_text: str) -> list[Unit]:
+def chunk_units(chunk: Chunk) -> list[Unit]:
+    """The units of a chunk; a piece of a split table reads its rows under the header row that
+    its indexed text repeats (chunking.py)."""
+    header = ""
+    if chunk.text.lstrip().startswith("|") and chunk.index_text.endswith(chunk.text):
+        before = chunk.index_text[: len(chunk.index_text) - len(chunk.text)].rstrip("\n").split("\n")
+        rows = [
+            line for line in before if line.lstrip().startswith("|") and not _TABLE_SEP.match(line.strip())
+        ]
+        header = rows[-1] if rows else ""
+    return passage_units(chunk.text, chunk.start, header)
+
+
+def _units(doc_text: str, table_header: list[str] | None = None) -> list[Unit]:
     start, end = 0, len(doc_text)
     units: list[Unit] = []
     pos = start
-    header: list[str] | None = None
+    header: list[str] | None = table_header
     in_code = False
     code_start = 0
     lines = doc_text[start:end].split("\n")
@@ -121,20 +137,90 @@ def _units(doc_text: str) -> list[Unit]:
             units.append(Unit(sa, sb, readable(doc_text[sa:sb]), "sentence"))
     if in_code:
         units.append(Unit(code_start, end, doc_text[code_start:end], "code"))
-    # Sentences of one paragraph split across lines: merge pieces that are not sentence ends.
+    # Sentences of one paragraph split across lines: merge pieces that are not sentence ends, and
+    # a piece that opens as the rest of a sentence ("and is mirrored daily ...": the splitter
+    # ended the sentence inside a URL, a path or an abbreviation).
     merged: list[Unit] = []
     for unit in units:
         prev = merged[-1] if merged else None
         if (
             prev is not None
             and prev.kind == unit.kind == "sentence"
-            and not prev.text.endswith((".", "!", "?", ":", ";"))
+            and (not prev.text.endswith((".", "!", "?", ":", ";")) or is_fragment(unit.text))
             and "\n\n" not in doc_text[prev.end : unit.start]
         ):
             merged[-1] = Unit(prev.start, unit.end, readable(doc_text[prev.start : unit.end]), "sentence")
         else:
             merged.append(unit)
-    return [u for u in merged if u.text]
+    return with_introduced([u for u in merged if u.text], doc_text)
+
+
+# The words a sentence's remainder opens with: a unit that starts with one of them in lower case
+# is the end of the sentence before it, not a sentence
+_CONTINUATION = frozenset(
+    "and or but nor which that who whom whose where while whereas than then so because since "
+    "although though unless until if when whether to of in on at by for from with without into "
+    "onto as is are was were be been being has have had does do did can could will would shall "
+    "should may might must not also its their it's e.g. i.e. etc".split()
+)
+_FIRST_WORD = re.compile(r"^[(\[\"'“‘]*([a-z][a-z.']*)\b")
+
+
+def is_fragment(text: str) -> bool:
+    """A unit that opens in the middle of a sentence ("and is mirrored daily to ...", "or
+    later."): its first word is a lower-case connective. A sentence may open with a lower-case
+    name ("postconf -n shows ...", "smtpd_timeout is ..."): those are not connectives."""
+    m = _FIRST_WORD.match(text)
+    return m is not None and m.group(1) in _CONTINUATION
+
+
+# A unit that introduces what follows it: "... run:", "... can be removed by", "the command is",
+# "type", "with the following options"
+_LEAD_IN = re.compile(
+    r"(?::|\b(?:by|is|are|run|type|enter|execute|use|using|command|commands|following|follows|with|"
+    r"as|e\.g\.|example|like this|this|these))\s*$",
+    re.IGNORECASE,
+)
+INTRODUCED_UNITS = 10  # at most this many items, rows or lines go with their lead-in
+INTRODUCED_CHARS = 800
+
+
+def _introduced(unit: Unit) -> bool:
+    """Material a lead-in introduces: code, a list item, a table row, or a line that is not a
+    sentence (a command written on its own line has no full stop)."""
+    if unit.kind in ("code", "item", "row"):
+        return True
+    return unit.kind == "sentence" and not unit.text.rstrip().endswith((".", "!", "?", ";"))
+
+
+def with_introduced(units: list[Unit], doc_text: str) -> list[Unit]:
+    """A lead-in and the code block, command, list or table it introduces become one unit:
+    "From a command prompt they can be removed by" says nothing without the "R CMD REMOVE"
+    line under it, "... with the following options:" nothing without the options."""
+    out: list[Unit] = []
+    i = 0
+    while i < len(units):
+        unit = units[i]
+        j = i + 1
+        if unit.kind in ("sentence", "item") and _LEAD_IN.search(unit.text):
+            # what follows in the next block (one blank line at most), and the rest of it
+            while (
+                j < len(units)
+                and j - i <= INTRODUCED_UNITS
+                and _introduced(units[j])
+                and units[j].end - unit.start <= INTRODUCED_CHARS
+                and doc_text.count("\n\n", units[j - 1].end, units[j].start) <= 1
+                and (j == i + 1 or units[j].kind == units[i + 1].kind)
+            ):
+                j += 1
+        if j > i + 1:
+            body = [u.text for u in units[i + 1 : j]]
+            out.append(Unit(unit.start, units[j - 1].end, "\n".join([unit.text, *body]), "lead"))
+        else:
+            out.append(unit)
+            j = i + 1
+        i = j
+    return out
 
 
 def heading_context(trail: Sequence[str], title: str = "") -> str:
@@ -195,3 +281,41 @@ def never_an_answer(text: str) -> bool:
     if near_refusal(text) or text.rstrip().endswith("?"):
         return True
     return _POINTER.match(text) is not None and len(text.split()) <= POINTER_WORDS
+
+
+# A short line that names what the paragraph after it describes: an option line ("-n",
+# "-o name=value", "--dry-run, -n"), a term ("max_connections (integer)"), a heading-like label
+TERM_LINE_WORDS = 8
+
+
+def binding_contexts(
+    units: Sequence[Unit], text: str, offset: int, trail: Sequence[str], title: str = ""
+) -> list[str]:
+    """What each unit's value is about, beside the unit itself: its headings and title, the
+    other sentences of its paragraph (an entry's description names the setting once, then states
+    its default without the name), the passage's definition term, and the short term line just
+    before its paragraph (a man page's "-n" above the option's description). A definition's term
+    ("virtual_minimum_uid (default: 100)") is about what its whole entry describes. Only for
+    deciding what a unit is about: an answer quotes the unit, never this context."""
+    head = " > ".join([title, *trail]) if title else " > ".join(trail)
+    term = definition_term(units, trail)
+    paragraphs: list[list[Unit]] = []
+    for i, unit in enumerate(units):
+        prev = units[i - 1] if i else None
+        if prev is None or "\n\n" in text[prev.end - offset : unit.start - offset]:
+            paragraphs.append([])
+        paragraphs[-1].append(unit)
+    out: list[str] = []
+    before: Unit | None = None
+    for paragraph in paragraphs:
+        for unit in paragraph:
+            if unit is term:
+                parts = [head, *(u.text for u in units if u is not unit)]
+            else:
+                # a list item or table row is about what introduces its list, not its siblings
+                siblings = [u.text for u in paragraph if u is not unit and u.kind in ("sentence", "lead")]
+                parts = [head, *(u.text for u in (term, before) if u is not None), *siblings]
+            out.append("\n".join(p for p in parts if p))
+        last = paragraph[-1]
+        before = last if len(paragraph) == 1 and len(last.text.split()) <= TERM_LINE_WORDS else None
+    return out

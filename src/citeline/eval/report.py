@@ -19,7 +19,10 @@ from citeline.eval.report_style import REPORT_CSS
 
 GROUPS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("Retrieval", ("hit_rate@", "recall@", "context_hit_rate")),
-    ("Answer correctness", ("exact_match", "token_f1", "answer_contains", "first_sentence_contains")),
+    (
+        "Answer correctness",
+        ("exact_match", "token_f1", "answer_contains", "first_sentence_contains", "fragment_openings"),
+    ),
     ("Citations", ("citation_precision", "citation_recall", "citation_f1")),
     (
         "Refusals",
@@ -43,6 +46,7 @@ LABELS = {
     "token_f1": "Token F1",
     "answer_contains": "Contains a gold answer",
     "first_sentence_contains": "First sentence contains a gold answer",
+    "fragment_openings": "Answers opening with a fragment",
     "citation_precision": "Citation precision",
     "citation_recall": "Citation recall",
     "citation_f1": "Citation F1",
@@ -65,6 +69,7 @@ UNITS = {
     "refusal_recall": "unanswerable",
     "refusal_f1": "questions",
     "false_refusal_rate": "answerable",
+    "fragment_openings": "answers",
     "reader_separation": "questions",
     "relevance_separation": "questions",
     "faithfulness": "sentences",
@@ -79,6 +84,8 @@ DEFINITIONS = {
     "token_f1": "SQuAD token F1 of the answer text against the best gold answer or the reference",
     "answer_contains": "the answer contains a gold answer as whole normalised tokens",
     "first_sentence_contains": "the answer's first sentence alone contains a gold answer (what a reader sees first)",
+    "fragment_openings": 'answers whose first words continue a sentence they do not show ("and is mirrored '
+    'daily ..."; lower is better)',
     "citation_precision": "citations whose quoted span overlaps a gold evidence span in the same document",
     "citation_recall": "gold evidence items overlapped by at least one citation (refusals miss them all)",
     "citation_f1": "harmonic mean of citation precision and recall",

@@ -43,3 +43,10 @@ def convex_combination(
     keys = list(dict.fromkeys([*dense.keys(), *lexical.keys()]))
     fused = {key: alpha * den.get(key, 0.0) + (1.0 - alpha) * lex.get(key, 0.0) for key in keys}
     return sorted(fused.items(), key=lambda kv: -kv[1])
+
+
+def lift_exact(ranked: Sequence[K], mentions: Mapping[K, bool]) -> list[K]:
+    """``ranked`` with the items that mention the question's exact identifier first, each group
+    in its own order: an error code ("40P01") or a constant names one row of one table, and a
+    chunk that holds it is the candidate whatever the dense side thought of the rest."""
+    return [key for key in ranked if mentions.get(key)] + [key for key in ranked if not mentions.get(key)]

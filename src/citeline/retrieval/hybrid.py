@@ -10,6 +10,7 @@ the retrieval is keyword-only and ``Retrieval.degraded`` says why.
 
 from __future__ import annotations
 
+import re
 import time
 from dataclasses import dataclass, field
 
@@ -20,7 +21,7 @@ from citeline.index.base import Store
 from citeline.models import Hit, StageScore
 from citeline.retrieval.breaker import CircuitBreaker
 from citeline.retrieval.filters import Filter
-from citeline.retrieval.fusion import convex_combination, reciprocal_rank_fusion
+from citeline.retrieval.fusion import convex_combination, lift_exact, reciprocal_rank_fusion
 from citeline.retrieval.query import Query, analyze
 from citeline.retrieval.rewrite import Expansion, QueryExpander
 
@@ -142,5 +143,25 @@ class HybridRetriever:
             hits.append(
                 Hit(chunk=chunk, source=doc.source, title=doc.title, score=score, stages=stage_scores)
             )
+        codes = exact_codes(query)
+        if codes:
+            named = {id(h): any(mentions(c, h.chunk.index_text) for c in codes) for h in hits}
+            by_id = {id(h): h for h in hits}
+            hits = [by_id[i] for i in lift_exact([id(h) for h in hits], named)]
         timings["fuse"] = (time.perf_counter() - t) * 1000
         return Retrieval(query, hits, lexical, dense, vector, timings, expansion, degraded)
+
+
+def exact_codes(query: Query) -> list[str]:
+    """The question's codes that name one thing exactly: letters mixed with digits ("40P01",
+    "ldg-4012", "e0425"); a snake_case setting's name is mentioned on many pages, most of them
+    not about it, so it does not lift."""
+    return [
+        c
+        for c in query.codes
+        if " " not in c and any(ch.isdigit() for ch in c) and any(ch.isalpha() for ch in c)
+    ]
+
+
+def mentions(code: str, text: str) -> bool:
+    return re.search(rf"(?<![\w-]){re.escape(code)}(?![\w-])", text, re.IGNORECASE) is not None

@@ -13,7 +13,13 @@ earlier one already knew.
 * ``unknown``: words no English word list knows ("certbot", "mailertable"): written in lower case,
   they are still most likely the name of a tool or a thing, and as soft as ``names``.
 * ``years``: years the question names; an answer about another year is wrong.
+* ``qualifiers``: versions named in passing ("in Node 18", "since 3.7", "on Postfix 3.x"): the
+  question is about something else, asked for that version; documents need not repeat the number.
+  A question about a release itself ("What is new in 4.0?", "Is 3.7 supported with ...?") keeps its
+  versions as codes.
 * ``weights``: IDF of each term over the documents the asker may read (filled by retrieval).
+* ``slot``: what the asking part asks for: an attribute (default, maximum, version, ...) of a
+  subject (its identifiers), answered by a value of some kind (retrieval/slot.py).
 """
 
 from __future__ import annotations
@@ -25,6 +31,7 @@ from dataclasses import dataclass, field, replace
 import blingfire
 
 from citeline.retrieval.bm25 import STOPWORDS, is_code, is_identifier, query_terms
+from citeline.retrieval.slot import Slot, asked_slot
 
 # Matches start where a run of word characters and hyphens starts (linear time on "a-a-a-...").
 _NAME = re.compile(r"\b(?<![\w-])[A-Za-z][\w-]*[A-Z][\w-]*\b|\b[A-Z][a-z][\w-]*\b")
@@ -38,6 +45,19 @@ _GENERIC_NOUNS = frozenset(
 _GROUPED_NUMBER = re.compile(r"(?<![\d.,])\d{1,3}(?:,\d{3})+(?!\d|[.,]\d)")
 _UNSPACED_STOP = re.compile(r"(?<=[a-z])\.(?=[A-Z][a-z])")
 _VERSIONED_NAME = re.compile(r"\b(?<![\w-])([A-Z][\w-]*+)\s+(v?\d+(?:\.\d+)*)\b")
+# A version after a preposition qualifies the question: "in Node 18", "since 3.7", "with Python 3.11"
+_QUALIFIER = re.compile(
+    r"\b(?i:in|since|as of|for|with|on|from|after|before|until|using|under|of|to)\s+"
+    r"(?:(?i:version|release)\s+(?P<n1>v?\d+(?:\.\d+)*)|(?P<name>[A-Z][\w.+-]*)\s+(?P<n2>v?\d+(?:\.\d+)*)|"
+    r"(?P<n3>v\d+(?:\.\d+)*|\d+\.\d+(?:\.\d+)*))(?:\.[x*])?(?![\w.])"
+)
+# ... unless the question is about the release itself
+_ABOUT_RELEASE = re.compile(
+    r"\b(?:new|newer|changes?|changed|remov\w*|add(?:ed|s)?|deprecat\w*|introduc\w*|releas\w*|"
+    r"support\w*|end[- ]of[- ]life|eol|differ\w*|upgrad\w*|future|latest|upcoming|roadmap|plann\w*|"
+    r"compatib\w*|still)\b",
+    re.IGNORECASE,
+)
 
 
 @dataclass(frozen=True)
@@ -51,6 +71,8 @@ class Query:
     years: frozenset[str]
     weights: Mapping[str, float] = field(default_factory=dict, compare=False)
     unknown: tuple[str, ...] = ()
+    qualifiers: tuple[str, ...] = ()
+    slot: Slot = field(default_factory=lambda: asked_slot(""))
 
     def with_weights(self, weights: Mapping[str, float]) -> Query:
         return replace(self, weights=dict(weights))
@@ -73,6 +95,16 @@ def analyze(question: str | Query) -> Query:
         if is_identifier(t) and not is_code(t) and t not in pieces and not english_compound(t)
     ]
     names += [number.replace(",", "") for number in grouped] + named_terms(asking)
+    qualifiers = version_qualifiers(asking)
+    if qualifiers:
+        numbers = {q.split()[-1].lower() for q in qualifiers}
+        numbers |= {f"{n}.x" for n in numbers} | {f"{n}.*" for n in numbers}
+
+        def qualifying(term: str) -> bool:
+            return term in numbers or term.split()[-1] in numbers or term in {q.lower() for q in qualifiers}
+
+        codes = [c for c in codes if not qualifying(c)]
+        names = [n for n in names if not qualifying(n)]
     known = set(codes) | set(names)
     return Query(
         text=text,
@@ -83,6 +115,8 @@ def analyze(question: str | Query) -> Query:
         names=tuple(dict.fromkeys(names)),
         years=frozenset(_YEAR.findall(asking)),
         unknown=tuple(unknown_words(t for t in focus_terms if t not in known)),
+        qualifiers=tuple(qualifiers),
+        slot=asked_slot(asking),
     )
 
 
@@ -147,6 +181,22 @@ def versioned_names(question: str) -> list[str]:
             if m.group(1).lower() not in _GENERIC_NOUNS
         )
     )
+
+
+def version_qualifiers(question: str) -> list[str]:
+    """The versions ``question`` names in passing, as written ("Node 18", "3.7"); none when it
+    asks about a release itself (what is new, removed, supported, when it ends)."""
+    if _ABOUT_RELEASE.search(question):
+        return []
+    out = []
+    for m in _QUALIFIER.finditer(question):
+        name, number = m.group("name"), m.group("n1") or m.group("n2") or m.group("n3")
+        if name and name.lower() in STOPWORDS:
+            name = None
+        if _YEAR.fullmatch(number):
+            continue  # "in 2021" asks about a year (``years``), not a release
+        out.append(f"{name} {number}" if name else number)
+    return list(dict.fromkeys(out))
 
 
 def years_in(text: str) -> set[str]:

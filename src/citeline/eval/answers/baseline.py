@@ -15,6 +15,7 @@ TRACKED: dict[str, bool] = {
     "token_f1": True,
     "answer_contains": True,
     "first_sentence_contains": True,
+    "fragment_openings": False,
     "citation_precision": True,
     "citation_recall": True,
     "citation_f1": True,

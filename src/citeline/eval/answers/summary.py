@@ -6,6 +6,7 @@ import math
 from collections.abc import Sequence
 from typing import Any
 
+from citeline.answer.units import is_fragment
 from citeline.eval.answers.row import QuestionRow
 from citeline.eval.answers.scoring import STAGES
 from citeline.eval.metrics import auroc, percentile, precision_recall_f1
@@ -75,6 +76,10 @@ def summarize(
     metrics["refusal_recall"] = rec if unanswerable else None
     metrics["refusal_f1"] = f1 if refused and unanswerable else None
     metrics["false_refusal_rate"] = _ratio(fp, len(answerable))
+    # answers whose first words are the rest of a sentence ("and is mirrored daily ...")
+    shown = [r.answer for r in answered if r.answer]
+    metrics["fragment_openings"] = _ratio(sum(is_fragment(a) for a in shown), len(shown))
+    n["fragment_openings"] = len(shown)
     n["refusal_precision"], n["refusal_recall"] = len(refused), len(unanswerable)
     n["refusal_f1"], n["false_refusal_rate"] = len(ok), len(answerable)
     # How well the refusal guard's reader tells the two kinds of question apart, whatever the

@@ -1,0 +1,161 @@
+"""Does a unit bear the answer? It states a value of the kind the question asks for (a default,
+a limit, a version, an identifier), about the subject the question names.
+
+The unit alone decides whether it states such a value ("The default is typically 100
+connections."); the unit *with its context* (its definition term, the option line or sentence
+before it, its heading trail) decides whether that value belongs to the subject: a page's entry
+for ``max_connections`` states its default a few sentences after the term, without the name.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+
+from citeline.answer.units import binding_contexts, chunk_units, never_an_answer
+from citeline.models import Chunk, Hit, Passage
+from citeline.retrieval.slot import Slot
+
+_I = re.IGNORECASE
+# Questions for a value whose context is widened when no chunk of it states one, and by how many
+# chunks at most (answer/answerer.py, ``deeper_context``)
+DEEPER_ATTRIBUTES = frozenset({"default", "maximum", "minimum", "version", "quantity"})
+DEEPER_HITS = 3
+_NUMBER = re.compile(
+    r"\d|\b(?:zero|one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|twenty|thirty|"
+    r"forty|fifty|sixty|hundred|thousand|million|billion|dozen|unlimited|infinite|infinity)\b",
+    _I,
+)
+# A statement of the default: "(default: 1000)", "defaults to", "by default", "The default is",
+# "if not specified, ...", "unless set otherwise", "initially", "is assumed"
+_DEFAULT = re.compile(
+    r"\bdefault(?:s|ed)?\b|\bout of the box\b|\b(?:if|when) (?:[\w.-]+ ){0,3}?(?:is |are )?(?:not|no|unset|"
+    r"omitted|absent|missing|left (?:out|empty|unset)|none|empty|unspecified)\b|\bunless\b|"
+    r"\binitial(?:ly)?\b|\bimplicit(?:ly)?\b|\bassumed?\b|\bnormally\b|\bfalls? back\b|\botherwise\b",
+    _I,
+)
+_MAXIMUM = re.compile(
+    r"\bmax(?:imum|imal|\.)?\b|\blimit(?:s|ed)?\b|\bat most\b|\bup to\b|\bno (?:more|longer|larger|greater) "
+    r"than\b|\b(?:cannot|can't|must not|may not|never) (?:exceed|be (?:more|longer|larger|greater))\b|"
+    r"\bexceed(?:s|ing)?\b|\bupper\b|\b(?:longest|largest|biggest|highest|most)\b|\bcap(?:ped)?\b|"
+    r"\bunlimited\b|\bno limit\b",
+    _I,
+)
+_MINIMUM = re.compile(
+    r"\bmin(?:imum|imal|\.)?\b|\bat least\b|\bno (?:less|fewer|shorter|smaller) than\b|\blower\b|"
+    r"\b(?:shortest|smallest|lowest|fewest)\b|\b(?:must|should) be (?:greater|more|larger|longer|above)\b|"
+    r"\bbelow\b",
+    _I,
+)
+_VERSION_VALUE = re.compile(
+    r"\b(?:v|version |release )?\d+\.\d+(?:\.\d+)*[a-z]?\b|\bversion \d+\b|\bv\d+\b", _I
+)
+_VERSION_CUE = re.compile(
+    r"\b(?:since|introduced|added|available|new in|as of|appeared|version|release[sd]?|changed|"
+    r"deprecated|removed|starting|requires?|required|later|newer|or (?:later|newer|above|higher))\b",
+    _I,
+)
+# An identifier: an option, a snake_case or dotted name, a man page, a code, a path, a word in
+# backticks or capitals (IGNORE, PREPEND), a name=value pair
+_IDENTIFIER = re.compile(
+    r"(?<![\w-])--?[A-Za-z][\w-]*|[A-Za-z_]\w*(?:[._]\w+)+|\w+\(\d[a-z]?\)|`[^`]+`|"
+    r"(?<![\w.])/[\w.-]+/[\w./-]*|\b[A-Z][A-Z0-9_]{2,}\b|\b\w+\s?=\s?\S|\b[A-Z]\w*[a-z]\w*[A-Z]\w*\b|"
+    # a flag's or a setting's label opening the unit: "R: Prepend ...", "maxproc: ..."
+    r"^[A-Za-z]:\s|^[a-z]\w*[_.-][\w.-]*:\s"
+)
+
+
+# A unit of measure: of time, size or length, or a one-letter suffix explained ("d (days)")
+_UNIT = re.compile(
+    r"\b(?:(?:milli|micro|nano)?seconds?|minutes?|hours?|days?|weeks?|months?|years?|bytes?|"
+    r"[kmgt]i?b(?:ytes)?|kbytes|mbytes|characters?|lines?|bits?|percent|[smhdw] \(|ms|us|ns)\b",
+    _I,
+)
+
+
+def states_value(slot: Slot, text: str) -> bool:
+    """Whether ``text`` states a value of the kind ``slot`` asks for (the context not counted)."""
+    attribute = slot.attribute
+    if slot.kind == "unit":
+        return _UNIT.search(text) is not None
+    if attribute == "default":
+        return _DEFAULT.search(text) is not None
+    if attribute == "maximum":
+        return _MAXIMUM.search(text) is not None and _NUMBER.search(text) is not None
+    if attribute == "minimum":
+        return _MINIMUM.search(text) is not None and _NUMBER.search(text) is not None
+    if attribute == "version":
+        return _VERSION_VALUE.search(text) is not None and _VERSION_CUE.search(text) is not None
+    if attribute == "quantity":
+        return _NUMBER.search(text) is not None
+    if attribute == "which":
+        return _IDENTIFIER.search(text) is not None
+    return True
+
+
+def bound_to_subject(slot: Slot, text: str) -> bool:
+    """Whether ``text`` (a unit with its context) names the subject, or the slot names none."""
+    if not slot.subject:
+        return True
+    lowered = text.lower()
+    return any(_mentions(name.lower().strip("`"), lowered) for name in slot.subject)
+
+
+def _mentions(name: str, text: str) -> bool:
+    # "postconf(5)" is also written "postconf"; "-n" must not match inside "--no-x" or "an-n"
+    base = re.sub(r"\(\d[a-z]?\)$", "", name)
+    return re.search(rf"(?<![\w-]){re.escape(base)}(?![\w])", text) is not None
+
+
+def bears(slot: Slot, text: str, context: str) -> bool:
+    """A unit bears the answer: it states a value of the asked kind, and it or its context
+    (definition term, option line, the sentence before it, headings) names the subject."""
+    return states_value(slot, text) and bound_to_subject(slot, f"{context}\n{text}")
+
+
+def bearing_texts(slot: Slot, chunk: Chunk, title: str = "") -> frozenset[str]:
+    """The texts of a chunk's units that bear the answer."""
+    units = chunk_units(chunk)
+    contexts = binding_contexts(units, chunk.text, chunk.start, chunk.heading_trail, title)
+    return frozenset(
+        u.text
+        for u, c in zip(units, contexts, strict=True)
+        if not never_an_answer(u.text) and bears(slot, u.text, c)
+    )
+
+
+def deeper_context(
+    slot: Slot, context: Sequence[Hit], candidates: Sequence[Hit], n: int = DEEPER_HITS
+) -> list[Hit]:
+    """``context`` and, when the question asks for a value no chunk of it states, the first ``n``
+    retrieved candidates beyond it that state one (each value once: overlapping chunks repeat
+    it): retrieval is generous (``top_k``), the context is small, and the chunk that gives the
+    value is often ranked below those that describe the setting (golden dev: "SQLite support
+    was introduced with Postfix version 2.8." at rank 12)."""
+    if slot.attribute not in DEEPER_ATTRIBUTES or any(bearing_texts(slot, h.chunk, h.title) for h in context):
+        return list(context)
+    chosen = {h.chunk.id for h in context}
+    deeper: list[Hit] = []
+    seen: set[frozenset[str]] = set()
+    for hit in candidates:
+        if len(deeper) == n:
+            break
+        texts = bearing_texts(slot, hit.chunk, hit.title) if hit.chunk.id not in chosen else frozenset()
+        if texts and texts not in seen:
+            deeper.append(hit)
+            seen.add(texts)
+    return [*context, *deeper]
+
+
+def bearing_units(slot: Slot, passages: Sequence[Passage]) -> list[str]:
+    """The texts of every unit of the context that bears the answer."""
+    return [t for p in passages for t in sorted(bearing_texts(slot, p.chunk, p.hit.title))]
+
+
+def missing_value(slot: Slot, passages: Sequence[Passage]) -> str | None:
+    """Why the context cannot answer: the question asks for a value (a default, a limit, a
+    version) and no unit states one about its subject. None when some unit does, or when the
+    question does not ask for such a value."""
+    if not slot.wants_value or not passages or bearing_units(slot, passages):
+        return None
+    return f"no passage states {slot.describe()}"

@@ -1,0 +1,219 @@
+"""The asked slot: what a question asks about what.
+
+An answer is a value of the kind the question asks for, bound to the subject the question
+names: "What is the default of smtpd_recipient_limit?" asks for the *default* (attribute) of
+``smtpd_recipient_limit`` (subject), a *value* (kind). A sentence that describes the setting
+("Determines the maximum number of ...") is on topic but does not answer; the one that gives
+the value ("The default is typically 100 connections") does, even without repeating the name.
+
+Rules suffice for the attribute: questions ask for a default, a limit or a version in few
+ways. The subject is the question's identifiers (setting, option, function, error code, file);
+a question without one names its subject in words, and binding is then left to retrieval.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Literal
+
+Attribute = Literal[
+    "default",
+    "maximum",
+    "minimum",
+    "quantity",
+    "version",
+    "which",
+    "meaning",
+    "procedure",
+    "reason",
+    "yesno",
+    "other",
+]
+Kind = Literal["value", "number", "unit", "version", "identifier", "definition", "procedure", "any"]
+
+#: attributes whose answer is a value a unit either states or does not: when no unit of the
+#: context states one, the documents do not hold the answer, however well the topic matches
+VALUE_ATTRIBUTES: frozenset[str] = frozenset({"default", "maximum", "minimum", "version"})
+
+_KIND: dict[str, Kind] = {
+    "default": "value",
+    "maximum": "number",
+    "minimum": "number",
+    "quantity": "number",
+    "version": "version",
+    "which": "identifier",
+    "meaning": "definition",
+    "procedure": "procedure",
+    "reason": "any",
+    "yesno": "any",
+    "other": "any",
+}
+
+_I = re.IGNORECASE
+# In order: the first rule that matches names the attribute. A version asked about comes
+# before a default ("Since which release is X the default?" asks for the release), a default
+# before a limit ("How many ... by default?" is answered where the default is stated).
+_RULES: tuple[tuple[Attribute, re.Pattern[str]], ...] = (
+    (
+        "version",
+        re.compile(
+            r"\b(?:since|as of|from|starting (?:with|in)|in|with)\s+(?:which|what)\s+(?:\w+\s+)?"
+            r"(?:version|release)s?\b|"
+            r"\b(?:which|what)\s+(?:\w+\s+)?(?:version|release)s?\b[^?]*\b(?:add|introduc|first|appear|"
+            r"support|brought|remov|deprecat|need|requir|chang)|"
+            r"\bwhen was\b[^?]*\b(?:added|introduced|deprecated|removed|first)\b|"
+            r"\bfirst (?:appear|introduc|ship|add)",
+            _I,
+        ),
+    ),
+    (
+        "default",
+        re.compile(
+            r"\bdefaults?\b|\bout of the box\b|\bif (?:i|you|we) (?:don't|do not|didn't|never) "
+            r"(?:set|give|name|specify|configure|change|pass)|\bunless (?:i|you) (?:set|configure|change)|"
+            r"\bif (?:it is |it's )?(?:not set|unset|omitted|left (?:empty|unset))\b|\bwithout (?:any )?"
+            r"(?:configuration|setting it)\b",
+            _I,
+        ),
+    ),
+    (
+        "maximum",
+        re.compile(
+            r"\bmax(?:imum|imal)?\b|\bupper (?:limit|bound)\b|\blimits?\b|\bat most\b|\bno more than\b|"
+            r"\b(?:longest|largest|biggest|highest|most)\b",
+            _I,
+        ),
+    ),
+    (
+        "minimum",
+        re.compile(
+            r"\bmin(?:imum|imal)?\b|\blower (?:limit|bound)\b|\bat least\b|\b(?:shortest|smallest|lowest|fewest)\b",
+            _I,
+        ),
+    ),
+    (
+        "quantity",
+        re.compile(
+            r"\bhow (?:long|many|much|often|big|large|small|fast|far|old|wide)\b|"
+            r"\b(?:what|which) (?:\w+ )?(?:size|port|number|timeout|interval|percentage|amount|"
+            r"time unit|unit|exit status|exit code|status code|length|duration|delay|period)\b",
+            _I,
+        ),
+    ),
+    ("meaning", re.compile(r"\bwhat kind of\b|\bwhat happens\b", _I)),
+    (
+        "which",
+        re.compile(
+            r"\b(?:which|what)\s+(?:(?!(?:does|do|did|is|are|was|were)\b)\S+\s+){0,2}?(?:options?|settings?|parameters?|commands?|flags?|"
+            r"variables?|functions?|files?|directives?|keys?|keywords?|tools?|programs?|daemons?|"
+            r"methods?|class(?:es)?|attributes?|fields?|arguments?|propert(?:y|ies)|modules?|tables?|"
+            r"librar(?:y|ies)|packages?|headers?|signals?|groups?|accounts?|services?|macros?|"
+            r"features?|endpoints?|env(?:ironment)? variables?|switch(?:es)?|subcommands?|"
+            r"utilit(?:y|ies)|action|argument|syntax|values?)\b",
+            _I,
+        ),
+    ),
+    ("reason", re.compile(r"^\W*why\b|\bwhat is the reason\b|\bfor what reason\b", _I)),
+    (
+        "meaning",
+        re.compile(
+            r"^\W*what (?:does|do|did)\b.*\b(?:do|mean|means|stand for|return|returns|control|controls)\W*$|"
+            r"^\W*what (?:is|are) (?:an? |the )?\S+(?: \S+)?\W*$|\bpurpose of\b|\bwhat happens\b|"
+            r"\bwhat (?:is|are) .* (?:used|good) for\b|\bmeaning of\b|\bwhat kind of\b|^\W*what is\b|"
+            r"\bwhat (?:does|do) .* (?:mean|do)\b",
+            _I,
+        ),
+    ),
+    (
+        "procedure",
+        re.compile(
+            r"^\W*(?:\w+\W+){0,12}?how (?:do|can|should|would|could|must|to|does one)\b|\bhow to\b|"
+            r"\bwhat (?:must|should|do|can) (?:i|we|you) (?:run|do|type|install|use|set|call)\b|\bsteps?\b",
+            _I,
+        ),
+    ),
+    (
+        "yesno",
+        re.compile(r"^\W*(?:can|does|do|is|are|will|should|may|must|could|would|has|have|did)\b", _I),
+    ),
+)
+
+# Identifier shapes a subject is named by: snake_case or dotted names (smtpd_recipient_limit,
+# sync.batch_size), options (-n, --dry-run), manual pages (postconf(5)), codes with digits
+# (40P01, LDG-4012, E0425) and names in backticks.
+_SUBJECT = re.compile(
+    r"`(?P<tick>[^`\s][^`]{0,60}?)`|"
+    r"(?<![\w-])(?P<flag>--?[A-Za-z][\w-]*)|"
+    r"(?<![\w.-])(?P<page>[A-Za-z][\w.+-]*\(\d[a-z]?\))|"
+    r"(?<![\w.-])(?P<name>[A-Za-z_][\w-]*(?:[._][\w-]+)+|[A-Za-z]+[a-z][A-Z]\w*)(?![\w-])|"
+    r"(?<![\w.-])(?P<code>(?=[A-Za-z-]*\d)(?=[\w-]*[A-Za-z])[A-Za-z0-9]+(?:-[A-Za-z0-9]+)*)(?![\w.-])"
+)
+# A version named in passing qualifies the question ("in Node 18", "since 3.7"); it is not its
+# subject (retrieval/query.py reads it, relevance.py decides whether it must be present)
+_VERSION_LIKE = re.compile(r"^v?\d+(?:\.\d+)*[a-z]?$", _I)
+# A file name's extension or an email address is not a subject on its own
+_NOT_SUBJECT = re.compile(r"^(?:e\.g|i\.e|etc|vs)$|@", _I)
+
+
+@dataclass(frozen=True)
+class Slot:
+    """What a question asks: the ``attribute`` of ``subject``, an answer of ``kind``."""
+
+    attribute: Attribute
+    kind: Kind
+    #: the identifiers that name the subject, as the question writes them (may be empty)
+    subject: tuple[str, ...] = ()
+
+    @property
+    def wants_value(self) -> bool:
+        return self.attribute in VALUE_ATTRIBUTES
+
+    def describe(self) -> str:
+        """The slot in words, for a refusal's reason: "the default of smtpd_recipient_limit"."""
+        what = {
+            "default": "the default",
+            "maximum": "the limit",
+            "minimum": "the minimum",
+            "quantity": "the amount",
+            "version": "the version",
+            "which": "which one",
+            "meaning": "what it means",
+            "procedure": "how to do it",
+            "reason": "why",
+            "yesno": "whether it holds",
+            "other": "the answer",
+        }[self.attribute]
+        return f"{what} of {', '.join(self.subject)}" if self.subject else f"{what} asked for"
+
+    def to_json(self) -> dict[str, object]:
+        return {"attribute": self.attribute, "kind": self.kind, "subject": list(self.subject)}
+
+
+def attribute_of(question: str) -> Attribute:
+    for attribute, pattern in _RULES:
+        if pattern.search(question):
+            return attribute
+    return "other"
+
+
+def subject_of(question: str) -> tuple[str, ...]:
+    """The identifiers a question names, in order (versions and e-mail addresses left out)."""
+    found: list[str] = []
+    for m in _SUBJECT.finditer(question):
+        word = next(g for g in m.groups() if g is not None).strip(".,;:")
+        if len(word) < 2 or _VERSION_LIKE.match(word) or _NOT_SUBJECT.search(word):
+            continue
+        found.append(word)
+    return tuple(dict.fromkeys(found))
+
+
+# "Which time unit ...", "in what unit": a unit is asked for, not an amount
+_UNIT_ASKED = re.compile(r"\b(?:what|which)\s+(?:\w+\s+)?units?\b", _I)
+
+
+def asked_slot(question: str) -> Slot:
+    """The slot of ``question`` (its asking part, for a question that first tells a story)."""
+    attribute = attribute_of(question)
+    kind = "unit" if _UNIT_ASKED.search(question) else _KIND[attribute]
+    return Slot(attribute, kind, subject_of(question))

@@ -1,0 +1,93 @@
+"""Does a unit bear the answer (answer/bearing.py), and what it is about (units.binding_contexts)."""
+
+from __future__ import annotations
+
+import pytest
+from tests.answer._passages import make_passages
+
+from citeline.answer.bearing import bears, bound_to_subject, missing_value, states_value
+from citeline.answer.units import binding_contexts, passage_units
+from citeline.retrieval.slot import asked_slot
+
+
+@pytest.mark.parametrize(
+    ("question", "text", "expected"),
+    [
+        # the value sentence of an entry, not its description
+        ("What is the default of max_connections?", "The default is typically 100 connections.", True),
+        (
+            "What is the default of max_connections?",
+            "Determines the maximum number of concurrent connections to the database server.",
+            False,
+        ),
+        ("What is the default of smtpd_recipient_limit?", "smtpd_recipient_limit (default: 1000)", True),
+        ("What does backlog default to?", "If backlog is omitted, a value of 511 is used.", True),
+        # limits need a number and a limit word
+        ("What is the maximum length of a name?", "Names can be up to 63 characters long.", True),
+        ("What is the maximum length of a name?", "Names are case sensitive.", False),
+        ("What is the maximum length of a name?", "The maximum length is configurable.", False),
+        ("What is the minimum value of work_mem?", "The minimum value is 64 kilobytes.", True),
+        # versions: a release number and a word that dates it
+        ("Since which version is the -x option available?", "Added in version 3.2.", True),
+        ("Since which version is the -x option available?", "The -x option excludes files.", False),
+        # amounts, units, identifiers
+        ("How long does the cache keep an entry?", "Entries expire after 3 days.", True),
+        ("How long does the cache keep an entry?", "Entries expire when they are old.", False),
+        ("Which time unit is assumed without a suffix?", "The default time unit is d (days).", True),
+        ("Which option makes it speak LMTP?", "Use -L to speak LMTP instead of SMTP.", True),
+        ("Which option makes it speak LMTP?", "It can speak another protocol.", False),
+        # other questions are not decided by a value
+        ("Why does the howto prefer pcre tables?", "They are faster.", True),
+    ],
+)
+def test_states_value(question: str, text: str, expected: bool) -> None:
+    assert states_value(asked_slot(question), text) is expected
+
+
+@pytest.mark.parametrize(
+    ("question", "context", "expected"),
+    [
+        ("What is the default of max_connections?", "Settings > max_connections (integer)", True),
+        ("What is the default of max_connections?", "Settings > superuser_reserved_connections", False),
+        ("What does postconf(5) say?", "postconf", True),  # the page's name without its section
+        ("What does -n do?", "--no-color: no colours", False),  # an option is not inside another
+        ("Which option makes it speak LMTP?", "anything", True),  # no subject named: nothing to bind
+    ],
+)
+def test_bound_to_subject(question: str, context: str, expected: bool) -> None:
+    assert bound_to_subject(asked_slot(question), context) is expected
+
+
+def test_a_value_stated_sentences_after_the_term_is_bound_to_it() -> None:
+    """An entry names its setting once; its default comes later without the name."""
+    text = (
+        "max_connections (integer)\n\n"
+        "Determines the maximum number of concurrent connections. "
+        "The default is typically 100 connections.\n\n"
+        "superuser_reserved_connections (integer)\n\n"
+        "The default is 3 connections."
+    )
+    units = passage_units(text)
+    contexts = binding_contexts(units, text, 0, ("Connection Settings",), "Server Configuration")
+    slot = asked_slot("What is the default of max_connections?")
+    bearing = [u.text for u, c in zip(units, contexts, strict=True) if bears(slot, u.text, c)]
+    assert bearing == ["The default is typically 100 connections."]
+
+
+def test_list_items_are_about_their_lead_in_not_their_siblings() -> None:
+    text = "Options:\n- `--depth` limits recursion.\n- The default is 5."
+    units = passage_units(text)
+    contexts = binding_contexts(units, text, 0, (), "")
+    assert "--depth" not in contexts[-1]
+
+
+def test_a_question_for_a_value_no_passage_states_is_refused_with_what_is_missing() -> None:
+    passages = make_passages(
+        ("smtpd_max_message_rate is the number of messages a client may send per time unit.",)
+    )
+    reason = missing_value(asked_slot("What is the default of smtpd_max_message_rate?"), passages)
+    assert reason == "no passage states the default of smtpd_max_message_rate"
+    stated = make_passages(("smtpd_max_message_rate (default: 0) limits messages per client.",))
+    assert missing_value(asked_slot("What is the default of smtpd_max_message_rate?"), stated) is None
+    # a question that does not ask for a value is never refused for want of one
+    assert missing_value(asked_slot("What is smtpd_max_message_rate for?"), passages) is None

@@ -1,0 +1,98 @@
+"""The asked slot: attribute, answer kind and subject of a question (retrieval/slot.py)."""
+
+from __future__ import annotations
+
+import pytest
+
+from citeline.retrieval.query import analyze, version_qualifiers
+from citeline.retrieval.slot import asked_slot
+
+
+@pytest.mark.parametrize(
+    ("question", "attribute", "kind", "subject"),
+    [
+        ("What is the default of smtpd_recipient_limit?", "default", "value", ["smtpd_recipient_limit"]),
+        ("What does max_connections default to?", "default", "value", ["max_connections"]),
+        (
+            "Which memcache server does a memcache: table connect to if I don't set one?",
+            "default",
+            "value",
+            [],
+        ),
+        ("How many deliveries can run in parallel by default?", "default", "value", []),
+        ("What is the maximum time-to-live that scache(8) allows?", "maximum", "number", ["scache(8)"]),
+        ("What is the longest TLS session cache timeout Postfix accepts?", "maximum", "number", []),
+        ("What is the lowest user ID virtual(8) accepts?", "minimum", "number", ["virtual(8)"]),
+        ("How long may a socketmap reply be?", "quantity", "number", []),
+        ("Which TCP port does it use?", "quantity", "number", []),
+        (
+            "Which time unit does postscreen_greylist_delay use?",
+            "quantity",
+            "unit",
+            ["postscreen_greylist_delay"],
+        ),
+        ("Since which release can I use sqlite: lookup tables?", "version", "version", []),
+        (
+            "In which Postfix version did the dnsblog(8) service first appear?",
+            "version",
+            "version",
+            ["dnsblog(8)"],
+        ),
+        ("When was the --dry-run flag added?", "version", "version", ["--dry-run"]),
+        ("Which Postfix tool tells me what TLS a server supports?", "which", "identifier", []),
+        ("Which pipe(8) flag adds a Return-Path: header?", "which", "identifier", ["pipe(8)"]),
+        ("What setting turns on STARTTLS?", "which", "identifier", []),
+        ("What does setting soft_bounce = yes do?", "meaning", "definition", ["soft_bounce"]),
+        ("What kind of files end up in the corrupt queue?", "meaning", "definition", []),
+        ("What does SQLSTATE error code 40P01 mean?", "meaning", "definition", ["40P01"]),
+        ("What happens to mail when the server is down?", "meaning", "definition", []),
+        ("Why does the howto prefer pcre: tables?", "reason", "any", []),
+        ("How do I print only the main.cf settings I set?", "procedure", "procedure", ["main.cf"]),
+        ("Can two instances share one queue?", "yesno", "any", []),
+        ("Tell me about queues.", "other", "any", []),
+        # a version named in passing is not the subject
+        ("How do I read a file in Node 18 with fs.readFile?", "procedure", "procedure", ["fs.readFile"]),
+        ("What is `sync.batch_size` for?", "meaning", "definition", ["sync.batch_size"]),
+        ("What does error LDG-4012 mean?", "meaning", "definition", ["LDG-4012"]),
+    ],
+)
+def test_asked_slot(question: str, attribute: str, kind: str, subject: list[str]) -> None:
+    slot = asked_slot(question)
+    assert (slot.attribute, slot.kind, list(slot.subject)) == (attribute, kind, subject)
+
+
+def test_the_slot_is_read_from_the_asking_part_and_described_for_a_refusal() -> None:
+    query = analyze("I run a mail relay. What is the default of smtpd_recipient_limit?")
+    assert query.slot.attribute == "default"
+    assert query.slot.describe() == "the default of smtpd_recipient_limit"
+    assert query.slot.wants_value
+    assert query.slot.to_json() == {
+        "attribute": "default",
+        "kind": "value",
+        "subject": ["smtpd_recipient_limit"],
+    }
+    assert not analyze("Why is the sky blue?").slot.wants_value
+
+
+@pytest.mark.parametrize(
+    ("question", "qualifiers", "codes"),
+    [
+        ("How do I read a file line by line in Node 18?", ["Node 18"], []),
+        ("Since 3.7, what does the -n option do?", ["3.7"], []),
+        ("What is the default mynetworks_style on Postfix 3.x?", ["Postfix 3"], ["mynetworks_style"]),
+        ("How do I configure LDG-4012 retries in version 3.5.0?", ["3.5.0"], ["ldg-4012"]),
+        # about the release itself: the version must be in the documents
+        ("Is Postfix 3.7 supported with OpenSSL 4.0?", [], ["postfix 3.7", "openssl 4.0"]),
+        ("Which configuration parameters were removed in Postfix 3.10?", [], ["postfix 3.10"]),
+        ("What new default does Postfix 4.0 use for smtpd_tls_security_level?", [], None),
+        # a year is not a release
+        ("What was the revenue in 2021?", [], []),
+    ],
+)
+def test_a_version_named_in_passing_is_a_qualifier_not_a_code(
+    question: str, qualifiers: list[str], codes: list[str] | None
+) -> None:
+    query = analyze(question)
+    assert list(query.qualifiers) == qualifiers == version_qualifiers(question)
+    if codes is not None:
+        assert list(query.codes) == codes
