@@ -27,6 +27,8 @@ _MONEY = re.compile(
 _MONTHS = "january|february|march|april|may|june|july|august|september|october|november|december"
 _DATE = re.compile(
     rf"\b\d{{4}}-\d{{2}}-\d{{2}}\b|\b(?:{_MONTHS})\b|\b\d{{1,2}}:\d{{2}}\b|\b(?:19|20)\d{{2}}\b|"
+    # a time of day: "9 am", "5.30 p.m.", "noon" ("When does the library open?")
+    r"\b\d{1,2}(?:[.:]\d{2})?\s?[ap]\.?m\b\.?|\b(?:noon|midday|midnight|o'clock)\b|"
     r"\b(?:monday|tuesday|wednesday|thursday|friday|saturday|sunday)s?\b",
     re.IGNORECASE,
 )
