@@ -27,7 +27,7 @@ from citeline.settings import SETTINGS_FILE, Settings, index_location, is_url, l
 from citeline.trace import Trace, TraceSummary
 
 if TYPE_CHECKING:
-    from citeline.answer.answerer import SentenceListener
+    from citeline.answer.answerer import ProgressListener, SentenceListener
     from citeline.ingest.files import Listings
     from citeline.ingest.pipeline import Ingestor, IngestReport, Progress
     from citeline.ingest.readd import StoredFilesMemo
@@ -235,11 +235,17 @@ class KnowledgeBase:
         flt: Filter | None = None,
         on_text: Callable[[str], None] | None = None,
         on_sentence: SentenceListener | None = None,
+        on_progress: ProgressListener | None = None,
     ) -> Answer:
         """Answer with citations, or refuse. ``on_text`` receives the answer text as it streams;
-        ``on_sentence`` each sentence once checked (see citeline.answer.streaming)."""
+        ``on_sentence`` each sentence once checked, ``on_progress`` each stage as it is reached
+        (see citeline.answer.streaming)."""
         return self.components.answerer().ask(
-            question, access_filter(principal, flt), on_text=on_text, on_sentence=on_sentence
+            question,
+            access_filter(principal, flt),
+            on_text=on_text,
+            on_sentence=on_sentence,
+            on_progress=on_progress,
         )
 
     # -- documents -----------------------------------------------------------------------------
