@@ -25,6 +25,7 @@ from citeline.retrieval.hybrid import Retrieval
 from citeline.retrieval.query import analyze
 from citeline.settings import SETTINGS_FILE, Settings, index_location, is_url, load_settings
 from citeline.trace import Trace, TraceSummary
+from citeline.trace_access import visible_trace
 
 if TYPE_CHECKING:
     from citeline.answer.answerer import ProgressListener, SentenceListener
@@ -320,13 +321,17 @@ class KnowledgeBase:
             "settings": {"generator": self.settings.generator, "reranker": self.settings.reranker},
         }
 
-    def trace(self, trace_id: str, principal: Principal | None = None) -> Trace | None:
-        """A stored trace, if ``principal`` (default: the local admin) asked it or is an admin."""
+    def trace(
+        self, trace_id: str, principal: Principal | None = None, *, any_owner: bool = False
+    ) -> Trace | None:
+        """A stored trace, if ``principal`` (default: the local admin) asked it or is an admin, or
+        ``any_owner`` (the server's admin keys open every trace). Whatever came from a document
+        ``principal`` may not read is left out, for every role (trace_access.py)."""
         who = principal or Principal.local_admin()
         trace = self.store.get_trace(trace_id)
-        if trace is None or (not who.admin and trace.owner != who.label):
+        if trace is None or not (who.admin or any_owner or trace.owner == who.label):
             return None
-        return trace
+        return visible_trace(trace, self.store, who)
 
     def traces(
         self, principal: Principal | None = None, failed_only: bool = False, limit: int = 20

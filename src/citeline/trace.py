@@ -161,6 +161,9 @@ class Trace:
     degraded: str | None = None
     #: the trained reader's best score, threshold and top units (None without a reader)
     reader: Mapping[str, Any] | None = None
+    #: parts of this trace came from documents its reader may not read and are left out
+    #: (trace_access.py); never stored, only set on what is shown
+    redacted: bool = False
 
     @property
     def support(self) -> float | None:
