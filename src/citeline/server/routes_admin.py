@@ -8,7 +8,7 @@ from fastapi import APIRouter, Depends, HTTPException, Request
 from fastapi.responses import Response
 from pydantic import BaseModel, ConfigDict, Field
 
-from citeline.access import Caller, create_key, key_json, revoke
+from citeline.access import Caller, create_key, key_json, parse_expiry, revoke
 from citeline.retrieval.filters import Principal
 from citeline.server.auth import current_caller, state_of
 from citeline.server.metrics import CONTENT_TYPE
@@ -75,6 +75,9 @@ class KeyRequest(BaseModel):
     groups: list[str] = Field(default_factory=list, max_length=50)
     role: Literal["reader", "writer", "admin"] = "reader"
     label: str = Field("", max_length=200)
+    expires: str | None = Field(
+        None, max_length=40, description="when the key stops working: 90m, 12h, 30d, 2w or a UTC date"
+    )
 
 
 @router.get("/v1/keys", summary="API keys (admins): never the keys themselves")
@@ -89,8 +92,16 @@ async def list_keys(request: Request, caller: CallerDep) -> dict[str, Any]:
 async def new_key(body: KeyRequest, request: Request, caller: CallerDep) -> dict[str, Any]:
     caller.require("admin", "Managing keys")
     state = state_of(request)
+    expires_at = None if body.expires is None else parse_expiry(body.expires)
     key, record = await state.run(
-        state.write, create_key, state.writer.store, body.user, tuple(body.groups), body.role, body.label
+        state.write,
+        create_key,
+        state.writer.store,
+        body.user,
+        tuple(body.groups),
+        body.role,
+        body.label,
+        expires_at,
     )
     return {"key": key, **key_json(record)}
 

@@ -89,7 +89,7 @@ async def ask(body: AskRequest, request: Request, caller: Annotated[Caller, Depe
         return StreamingResponse(
             _events(request, body.question, flt),
             media_type="text/event-stream",
-            headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"},
+            headers={"Cache-Control": "no-store", "X-Accel-Buffering": "no"},
         )
     answer = await state.run(state.kb.ask, body.question, flt=flt)
     state.metrics.observe_answer(answer)
