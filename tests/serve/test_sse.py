@@ -8,6 +8,7 @@ sentence; retrieval, the claim check and the server are the real ones.
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Iterator, Sequence
 from typing import Any
 
@@ -36,7 +37,10 @@ class HalfTrueGenerator:
         yield self.generate(question, passages).raw
 
 
-def events(url: str, key: str, question: str, **body: Any) -> list[tuple[str, dict[str, Any]]]:
+def events(
+    url: str, key: str, question: str, times: list[float] | None = None, **body: Any
+) -> list[tuple[str, dict[str, Any]]]:
+    """The stream's events in order; ``times`` gets when each one arrived (time.monotonic())."""
     out: list[tuple[str, dict[str, Any]]] = []
     with (
         httpx.Client(base_url=url, headers=bearer(key), timeout=120) as c,
@@ -52,6 +56,8 @@ def events(url: str, key: str, question: str, **body: Any) -> list[tuple[str, di
             elif line.startswith("data:"):
                 assert name is not None
                 out.append((name, json.loads(line[5:])))
+                if times is not None:
+                    times.append(time.monotonic())
                 name = None
     return out
 
@@ -119,10 +125,16 @@ class TwoQuotesGenerator:
 def test_progress_then_each_sentence_as_soon_as_it_is_checked(corpus: Corpus) -> None:
     kb = variant(corpus.kb)
     kb.use_generator(TwoQuotesGenerator())  # type: ignore[arg-type]
+    arrived: list[float] = []
     with serving(kb, mcp=False) as url:
-        got = events(url, corpus.reader_key, "How often does the gateway token rotate?")
+        got = events(url, corpus.reader_key, "How often does the gateway token rotate?", arrived)
     kb.close()
     stages = [(d["stage"], d.get("sentence")) for k, d in got if k == "progress"]
+    # sent as they happen, not gathered at the end: what came after the first progress event
+    # (reading, generating, checking) took this long between it and the answer
+    answer = next(d for k, d in got if k == "answer")
+    after = sum(answer["timings_ms"].get(k, 0.0) for k in ("read", "generate", "verify")) / 1000
+    assert arrived[-3] - arrived[0] >= 0.5 * after, (arrived[-3] - arrived[0], answer["timings_ms"])
     assert stages[0] == ("retrieved", None) and ("generating", None) in stages
     order = [k if k != "progress" else f"{d['stage']}{d.get('sentence') or ''}" for k, d in got]
     start = order.index("checking1")
