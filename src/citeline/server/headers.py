@@ -56,7 +56,7 @@ def docs_policy(nonce: str) -> str:
     return (
         f"default-src 'none'; script-src 'nonce-{nonce}' {_CDN}; style-src 'unsafe-inline' {_CDN} "
         f"https://fonts.googleapis.com; font-src {_CDN} https://fonts.gstatic.com; img-src 'self' data: "
-        f"{_CDN} https://fastapi.tiangolo.com; connect-src 'self'; worker-src blob:; "
+        f"{_CDN} https://fastapi.tiangolo.com https://cdn.redoc.ly; connect-src 'self'; worker-src blob:; "
         "frame-ancestors 'none'; base-uri 'none'; form-action 'self'"
     )
 
