@@ -80,6 +80,15 @@ def test_ask_json_contract_field_by_field(cli_index: Path) -> None:
         assert text[c["start"] : c["end"]] == c["quote"]  # the span quotes the file exactly
     numbers = [c["n"] for c in data["citations"]]
     assert numbers == list(range(1, len(numbers) + 1))
+    by_n = {c["n"]: c for c in data["citations"]}
+    for s in data["sentences"]:
+        if s["removed"]:
+            continue
+        # one quote per citation, inside the cited passage: what supports this sentence
+        assert [q["n"] for q in s["quotes"]] == s["citations"]
+        for q in s["quotes"]:
+            c = by_n[q["n"]]
+            assert c["start"] <= q["quote_start"] < q["quote_end"] <= c["end"]
 
 
 def test_refusal_is_exact_and_cites_nothing(cli_index: Path) -> None:

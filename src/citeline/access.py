@@ -4,7 +4,8 @@ A key is shown once, when it is created, and stored only as HMAC-SHA256 under th
 random secret (``store.secret()``): a copy of the database without that secret's row, or a log
 line, cannot be turned back into a key, and a key from one index means nothing in another. A key
 is looked up by that hash and the stored hash is compared again in constant time
-(``hmac.compare_digest``). Keys are never logged; ``ApiKey.id`` names a key in listings.
+(``hmac.compare_digest``). Keys are never logged; ``ApiKey.id`` names a key in listings. A key
+may have an expiry (``citeline keys create --expires 30d``); after it, the key is refused (401).
 
 Roles: ``reader`` asks and searches; ``writer`` also uploads and deletes (its own uploads, or what
 its groups own); ``admin`` also manages keys and reads ``/metrics`` and every trace. Every role
@@ -19,6 +20,7 @@ import re
 import secrets
 import time
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from typing import TYPE_CHECKING
 
 from citeline.errors import AccessError, CitelineError
@@ -83,11 +85,19 @@ def key_hash(store: Store, key: str) -> str:
 
 
 def create_key(
-    store: Store, user: str, groups: tuple[str, ...] = (), role: str = "reader", label: str = ""
+    store: Store,
+    user: str,
+    groups: tuple[str, ...] = (),
+    role: str = "reader",
+    label: str = "",
+    expires_at: float | None = None,
 ) -> tuple[str, ApiKey]:
-    """A new key for ``user``: (the key, shown once; its stored record)."""
+    """A new key for ``user``: (the key, shown once; its stored record). ``expires_at`` (Unix
+    time): the key stops working then (``parse_expiry`` reads "30d" or a date)."""
     if role not in ROLES:
         raise CitelineError(f"Role '{role}' is not one of {', '.join(ROLES)}.")
+    if expires_at is not None and expires_at <= time.time():
+        raise CitelineError(f"The expiry {expiry_text(expires_at)} is already past.")
     user = check_name("User", user)
     groups = tuple(dict.fromkeys(check_name("Group", g) for g in groups if g.strip()))
     key_id = secrets.token_hex(6)
@@ -102,6 +112,7 @@ def create_key(
         role=role,
         created_at=time.time(),
         label=label,
+        meta={} if expires_at is None else {"expires_at": expires_at},
     )
     store.add_api_key(record)
     return key, record
@@ -121,8 +132,10 @@ def authenticate(store: Store, key: str | None) -> Caller:
     record = store.find_api_key(digest)
     if record is None or not hmac.compare_digest(record.key_hash, digest):
         raise AuthenticationError("The API key is not valid.")
-    if not record.active:
+    if record.revoked_at is not None:
         raise AuthenticationError("The API key was revoked.")
+    if record.expired():
+        raise AuthenticationError(f"The API key expired on {expiry_text(record.expires_at)}.")
     return Caller(principal_of(record), record.role, record.id)
 
 
@@ -141,4 +154,37 @@ def key_json(record: ApiKey) -> dict[str, object]:
         "revoked_at": record.revoked_at,
         "label": record.label,
         "active": record.active,
+        "expires_at": record.expires_at,
+        "expired": record.expired(),
     }
+
+
+_DURATION = re.compile(r"^(\d+)\s*([mhdw])$")
+_UNIT_SECONDS = {"m": 60, "h": 3600, "d": 86400, "w": 7 * 86400}
+
+
+def parse_expiry(text: str, now: float | None = None) -> float:
+    """When a key given ``--expires TEXT`` stops working (Unix time): a duration from now ("90m",
+    "12h", "30d", "2w") or a date or time in UTC ("2031-01-31", "2031-01-31T18:00")."""
+    value = text.strip().lower()
+    start = time.time() if now is None else now
+    if m := _DURATION.match(value):
+        if int(m.group(1)) == 0:
+            raise CitelineError(f"Expiry '{text}' is zero: give a duration such as 30d.")
+        return start + int(m.group(1)) * _UNIT_SECONDS[m.group(2)]
+    try:
+        when = datetime.fromisoformat(text.strip())
+    except ValueError:
+        raise CitelineError(
+            f"Expiry '{text}' is neither a duration (90m, 12h, 30d, 2w) nor a date (2031-01-31, "
+            "2031-01-31T18:00, UTC)."
+        ) from None
+    if when.tzinfo is None:
+        when = when.replace(tzinfo=UTC)
+    return when.timestamp()
+
+
+def expiry_text(expires_at: float | None) -> str:
+    if expires_at is None:
+        return "never"
+    return datetime.fromtimestamp(expires_at, UTC).strftime("%Y-%m-%d %H:%M UTC")

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import click
 
-from citeline.access import ROLES, authenticate, create_key, key_json, revoke
+from citeline.access import ROLES, authenticate, create_key, expiry_text, key_json, parse_expiry, revoke
 from citeline.cli_output import json_option, open_kb
 from citeline.errors import CitelineError, MissingExtraError
 
@@ -94,16 +94,36 @@ def keys_group(ctx: click.Context) -> None:
 )
 @click.option("--admin", is_flag=True, help="Same as --role admin.")
 @click.option("--label", default="", help="A note shown in `citeline keys list`.")
+@click.option(
+    "--expires",
+    metavar="WHEN",
+    help="When the key stops working: a duration (90m, 12h, 30d, 2w) or a UTC date (2031-01-31). "
+    "Default: never.",
+)
 @json_option("Print the key and its record as JSON.")
 @click.option("--quiet", is_flag=True, help="Print only the key.")
 @click.pass_context
 def keys_create(
-    ctx: click.Context, user: str, groups: str, role: str, admin: bool, label: str, as_json: bool, quiet: bool
+    ctx: click.Context,
+    user: str,
+    groups: str,
+    role: str,
+    admin: bool,
+    label: str,
+    expires: str | None,
+    as_json: bool,
+    quiet: bool,
 ) -> None:
     """Create a key; it is printed once and stored only as a keyed hash."""
+    expires_at = None if expires is None else parse_expiry(expires)
     with open_kb(ctx.obj["index"], create=True) as kb:
         key, record = create_key(
-            kb.store, user, tuple(g.strip() for g in groups.split(",")), "admin" if admin else role, label
+            kb.store,
+            user,
+            tuple(g.strip() for g in groups.split(",")),
+            "admin" if admin else role,
+            label,
+            expires_at=expires_at,
         )
     if as_json:
         click.echo(json.dumps({"key": key, **key_json(record)}, indent=2))
@@ -111,17 +131,20 @@ def keys_create(
         click.echo(key)
     else:
         groups_text = ", ".join(record.groups) or "none"
-        click.echo(f"Created key {record.id} for {record.user} (role {record.role}, groups: {groups_text}).")
+        until = "" if record.expires_at is None else f", expires {expiry_text(record.expires_at)}"
+        click.echo(
+            f"Created key {record.id} for {record.user} (role {record.role}, groups: {groups_text}{until})."
+        )
         click.echo("It is shown only now; store it somewhere safe:", err=True)
         click.echo(key)
 
 
 @keys_group.command("list")
 @json_option()
-@click.option("--all", "show_all", is_flag=True, help="Include revoked keys.")
+@click.option("--all", "show_all", is_flag=True, help="Include revoked and expired keys.")
 @click.pass_context
 def keys_list(ctx: click.Context, as_json: bool = False, show_all: bool = False) -> None:
-    """Keys by id, user, groups and role (never the keys themselves)."""
+    """Keys by id, user, groups, role and expiry (never the keys themselves)."""
     with open_kb(ctx.obj["index"], create=False) as kb:
         rows = [key_json(k) for k in kb.store.api_keys() if show_all or k.active]
     if as_json:
@@ -130,9 +153,13 @@ def keys_list(ctx: click.Context, as_json: bool = False, show_all: bool = False)
     if not rows:
         click.echo("No keys. `citeline keys create --user NAME` makes one.")
     for r in rows:
-        state = "active" if r["active"] else "revoked"
+        state = "revoked" if r["revoked_at"] is not None else "expired" if r["expired"] else "active"
+        expires = r["expires_at"]
+        until = f"expires {expiry_text(expires)}" if isinstance(expires, float) else "no expiry"
         groups = ",".join(r["groups"]) or "-"  # type: ignore[arg-type]
-        click.echo(f"{r['id']}  {r['user']:<16} {r['role']:<7} groups={groups:<20} {state}  {r['label']}")
+        click.echo(
+            f"{r['id']}  {r['user']:<16} {r['role']:<7} groups={groups:<20} {state:<7}  {until:<28} {r['label']}"
+        )
 
 
 @keys_group.command("revoke")

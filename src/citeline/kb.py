@@ -25,9 +25,10 @@ from citeline.retrieval.hybrid import Retrieval
 from citeline.retrieval.query import analyze
 from citeline.settings import SETTINGS_FILE, Settings, index_location, is_url, load_settings
 from citeline.trace import Trace, TraceSummary
+from citeline.trace_access import visible_trace
 
 if TYPE_CHECKING:
-    from citeline.answer.answerer import SentenceListener
+    from citeline.answer.answerer import ProgressListener, SentenceListener
     from citeline.ingest.files import Listings
     from citeline.ingest.pipeline import Ingestor, IngestReport, Progress
     from citeline.ingest.readd import StoredFilesMemo
@@ -235,11 +236,17 @@ class KnowledgeBase:
         flt: Filter | None = None,
         on_text: Callable[[str], None] | None = None,
         on_sentence: SentenceListener | None = None,
+        on_progress: ProgressListener | None = None,
     ) -> Answer:
         """Answer with citations, or refuse. ``on_text`` receives the answer text as it streams;
-        ``on_sentence`` each sentence once checked (see citeline.answer.streaming)."""
+        ``on_sentence`` each sentence once checked, ``on_progress`` each stage as it is reached
+        (see citeline.answer.streaming)."""
         return self.components.answerer().ask(
-            question, access_filter(principal, flt), on_text=on_text, on_sentence=on_sentence
+            question,
+            access_filter(principal, flt),
+            on_text=on_text,
+            on_sentence=on_sentence,
+            on_progress=on_progress,
         )
 
     # -- documents -----------------------------------------------------------------------------
@@ -314,13 +321,17 @@ class KnowledgeBase:
             "settings": {"generator": self.settings.generator, "reranker": self.settings.reranker},
         }
 
-    def trace(self, trace_id: str, principal: Principal | None = None) -> Trace | None:
-        """A stored trace, if ``principal`` (default: the local admin) asked it or is an admin."""
+    def trace(
+        self, trace_id: str, principal: Principal | None = None, *, any_owner: bool = False
+    ) -> Trace | None:
+        """A stored trace, if ``principal`` (default: the local admin) asked it or is an admin, or
+        ``any_owner`` (the server's admin keys open every trace). Whatever came from a document
+        ``principal`` may not read is left out, for every role (trace_access.py)."""
         who = principal or Principal.local_admin()
         trace = self.store.get_trace(trace_id)
-        if trace is None or (not who.admin and trace.owner != who.label):
+        if trace is None or not (who.admin or any_owner or trace.owner == who.label):
             return None
-        return trace
+        return visible_trace(trace, self.store, who)
 
     def traces(
         self, principal: Principal | None = None, failed_only: bool = False, limit: int = 20

@@ -203,12 +203,28 @@ class Citation:
 
 
 @dataclass(frozen=True)
+class SentenceQuote:
+    """Where citation ``n`` supports one sentence: document offsets of the supporting unit. Two
+    sentences citing the same passage each have their own (``Citation.quote_start`` is the best
+    over the whole answer)."""
+
+    n: int
+    quote_start: int
+    quote_end: int
+
+    def to_json(self) -> dict[str, Any]:
+        return {"n": self.n, "quote_start": self.quote_start, "quote_end": self.quote_end}
+
+
+@dataclass(frozen=True)
 class AnswerSentence:
     text: str
     citations: tuple[int, ...]
     supported: bool
     removed: bool
     support_score: float = 0.0
+    #: one per citation, in the same order: the span of that passage supporting this sentence
+    quotes: tuple[SentenceQuote, ...] = ()
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -217,6 +233,7 @@ class AnswerSentence:
             "supported": self.supported,
             "removed": self.removed,
             "support_score": round(self.support_score, 4),
+            "quotes": [q.to_json() for q in self.quotes],
         }
 
 

@@ -179,6 +179,9 @@ class Settings:
         256, "server: uploads above this size are indexed as a background job (202 + job id)", min=0
     )
     server_rate_limit: int = _opt(120, "server: requests per minute per API key (0 = no limit)", min=0)
+    server_key_failures: int = _opt(
+        10, "server: wrong API keys a client address may send per minute; then 429 (0 = no limit)", min=0
+    )
     server_workers: int = _opt(4, "server: threads that answer, search and index", min=1, max=64)
     server_cors_origins: str = _opt("", "server: comma-separated origins allowed by CORS ('' = CORS off)")
     server_allow_anonymous: bool = _opt(

@@ -29,6 +29,11 @@ class TracedHit:
     score: float = 0.0
     stages: Mapping[str, Mapping[str, float]] = field(default_factory=dict)
     n: int | None = None
+    #: the number the answer shows for this passage ([1], [2]...): None when the answer does not cite it
+    cited_as: int | None = None
+    #: the reader of the trace may not read this passage's document: its source, heading and span
+    #: are left out (trace_access.py)
+    redacted: bool = False
 
     @classmethod
     def of(cls, hit: Hit, n: int | None = None) -> TracedHit:
@@ -45,6 +50,10 @@ class TracedHit:
 
     def to_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {} if self.n is None else {"n": self.n}
+        if self.cited_as is not None:
+            out["cited_as"] = self.cited_as
+        if self.redacted:
+            out["redacted"] = True
         out.update(
             chunk_id=self.chunk_id,
             source=self.source,
@@ -95,16 +104,28 @@ class Check:
     score: float
     reason: str = ""
     verifier: str = ""
+    #: the citations the sentence keeps, numbered as the answer shows them (``citations`` are
+    #: context passage numbers, as in ``Trace.context``); empty for a sentence not in the answer
+    answer_citations: tuple[int, ...] = ()
+    #: context passages the sentence cited that do not support it: not cited in the answer
+    unsupporting: tuple[int, ...] = ()
+    #: the reader of the trace may not read a passage the sentence could draw on: text left out
+    redacted: bool = False
 
     def to_json(self) -> dict[str, Any]:
-        return {
+        out = {
             "text": self.text,
             "citations": list(self.citations),
             "supported": self.supported,
             "score": round(self.score, 4),
             "reason": self.reason,
             "verifier": self.verifier,
+            "answer_citations": list(self.answer_citations),
+            "unsupporting": list(self.unsupporting),
         }
+        if self.redacted:
+            out["redacted"] = True
+        return out
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> Check:
@@ -142,6 +163,9 @@ class Trace:
     degraded: str | None = None
     #: the trained reader's best score, threshold and top units (None without a reader)
     reader: Mapping[str, Any] | None = None
+    #: parts of this trace came from documents its reader may not read and are left out
+    #: (trace_access.py); never stored, only set on what is shown
+    redacted: bool = False
 
     @property
     def support(self) -> float | None:

@@ -4,11 +4,13 @@ markup in its text; keys for a writer in finance, a reader without groups, an ad
 
 from __future__ import annotations
 
+import os
 import shutil
 import sys
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -19,6 +21,8 @@ from citeline.kb import KnowledgeBase
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "tests" / "ingest"))
 from pdfgen import Page, build_pdf, flow  # noqa: E402
+
+from datasets import in_ci  # noqa: E402
 
 #: only group:finance may read the document that says this
 SECRET = "Zephyr committee"
@@ -111,3 +115,43 @@ def corpus(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Corpus]:
 
 def bearer(key: str) -> dict[str, str]:
     return {"Authorization": f"Bearer {key}"}
+
+
+# -- the browser of the page tests (test_browser*.py) ----------------------------------------------
+
+
+def missing(reason: str) -> None:
+    if in_ci():
+        pytest.fail(reason + " (CI=true, so this is an error)", pytrace=False)
+    pytest.skip(reason)
+
+
+def _chromium() -> str:
+    found = (
+        os.environ.get("CITELINE_TEST_CHROMIUM")
+        or shutil.which("chromium")
+        or shutil.which("chromium-browser")
+    )
+    if not found:
+        missing("chromium not installed (apt-get install -y chromium)")
+    return str(found)
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Any]:
+    try:
+        from playwright.sync_api import sync_playwright
+    except ImportError:
+        missing("the playwright package is not installed (pip install 'citeline[dev]')")
+    args = [
+        "--disable-gpu",
+        "--disable-background-networking",
+        "--disable-component-update",
+        "--no-first-run",
+    ]
+    if hasattr(os, "geteuid") and os.geteuid() == 0:
+        args.append("--no-sandbox")
+    with sync_playwright() as p:
+        b = p.chromium.launch(executable_path=_chromium(), headless=True, args=args, timeout=60_000)
+        yield b
+        b.close()

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -20,50 +19,11 @@ from typing import Any
 import httpx
 import pytest
 
-from datasets import in_ci
-
-from .conftest import HOSTILE, SECRET, Corpus, bearer
+from .conftest import HOSTILE, SECRET, Corpus, bearer, missing
 from .live import serving
 
 AXE = Path(__file__).parent / "axe" / "node_modules" / "axe-core" / "axe.min.js"
 Q_BUDGET = "How large is the 2031 marketing budget?"
-
-
-def _missing(reason: str) -> None:
-    if in_ci():
-        pytest.fail(reason + " (CI=true, so this is an error)", pytrace=False)
-    pytest.skip(reason)
-
-
-def _chromium() -> str:
-    found = (
-        os.environ.get("CITELINE_TEST_CHROMIUM")
-        or shutil.which("chromium")
-        or shutil.which("chromium-browser")
-    )
-    if not found:
-        _missing("chromium not installed (apt-get install -y chromium)")
-    return str(found)
-
-
-@pytest.fixture(scope="module")
-def browser() -> Iterator[Any]:
-    try:
-        from playwright.sync_api import sync_playwright
-    except ImportError:
-        _missing("the playwright package is not installed (pip install 'citeline[dev]')")
-    args = [
-        "--disable-gpu",
-        "--disable-background-networking",
-        "--disable-component-update",
-        "--no-first-run",
-    ]
-    if hasattr(os, "geteuid") and os.geteuid() == 0:
-        args.append("--no-sandbox")
-    with sync_playwright() as p:
-        b = p.chromium.launch(executable_path=_chromium(), headless=True, args=args, timeout=60_000)
-        yield b
-        b.close()
 
 
 @pytest.fixture(scope="module")
@@ -296,7 +256,7 @@ def test_hostile_names_titles_and_headings_stay_text(browser: Any, url: str, cor
 
 def test_no_serious_accessibility_violations(browser: Any, url: str, corpus: Corpus) -> None:
     if not AXE.is_file():
-        _missing(f"axe-core not installed at {AXE} (npm ci --prefix tests/serve/axe)")
+        missing(f"axe-core not installed at {AXE} (npm ci --prefix tests/serve/axe)")
     s = Session(browser, url, corpus.reader_key, bypass_csp=True)
     page = s.page
     found: list[str] = []

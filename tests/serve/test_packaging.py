@@ -4,11 +4,16 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
+import time
 import zipfile
+from datetime import UTC, datetime
 from pathlib import Path
 
+import citeline
+from citeline.access import create_key
 from citeline.ingest.pdf_positions import parse_with_positions
 from citeline.server.pdf_pages import render_png, span_boxes
 
@@ -49,6 +54,30 @@ def test_keys_create_list_revoke(tmp_path: Path) -> None:
     assert json.loads(cli(index, "keys", "list", "--json").stdout)[0]["user"] == "root"
     mcp = cli(index, "mcp", "--key", record["key"])
     assert mcp.returncode != 0 and "revoked" in mcp.stderr
+
+
+def test_keys_expire(tmp_path: Path) -> None:
+    index = tmp_path / "index"
+    made = cli(index, "keys", "create", "--user", "alice", "--expires", "30d")
+    assert made.returncode == 0, made.stderr
+    day = time.strftime("%Y-%m-%d", time.gmtime(time.time() + 30 * 86400))
+    assert f"expires {day}" in made.stdout
+    dated = cli(index, "keys", "create", "--user", "bob", "--expires", "2099-01-31", "--json")
+    assert json.loads(dated.stdout)["expires_at"] == datetime(2099, 1, 31, tzinfo=UTC).timestamp()
+    listed = cli(index, "keys", "list").stdout
+    assert f"expires {day}" in listed and "expires 2099-01-31 00:00 UTC" in listed
+    for when, reason in (("2001-01-01", "already past"), ("soon", "neither a duration"), ("0d", "zero")):
+        bad = cli(index, "keys", "create", "--user", "carol", "--expires", when)
+        assert bad.returncode == 1 and reason in bad.stderr and "Traceback" not in bad.stderr
+    # a key past its expiry: refused, and listed as expired with --all only
+    kb = citeline.open(index)
+    key, record = create_key(kb.store, "dora", expires_at=time.time() + 0.5)
+    kb.close()
+    time.sleep(0.6)
+    assert record.id not in cli(index, "keys", "list").stdout
+    assert re.search(rf"{record.id}\s+dora.*expired", cli(index, "keys", "list", "--all").stdout)
+    refused = cli(index, "mcp", "--key", key)
+    assert refused.returncode != 0 and "expired on" in refused.stderr
 
 
 def test_help_does_not_import_the_server_stack() -> None:

@@ -8,6 +8,7 @@ sentence; retrieval, the claim check and the server are the real ones.
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Iterator, Sequence
 from typing import Any
 
@@ -36,7 +37,10 @@ class HalfTrueGenerator:
         yield self.generate(question, passages).raw
 
 
-def events(url: str, key: str, question: str, **body: Any) -> list[tuple[str, dict[str, Any]]]:
+def events(
+    url: str, key: str, question: str, times: list[float] | None = None, **body: Any
+) -> list[tuple[str, dict[str, Any]]]:
+    """The stream's events in order; ``times`` gets when each one arrived (time.monotonic())."""
     out: list[tuple[str, dict[str, Any]]] = []
     with (
         httpx.Client(base_url=url, headers=bearer(key), timeout=120) as c,
@@ -52,6 +56,8 @@ def events(url: str, key: str, question: str, **body: Any) -> list[tuple[str, di
             elif line.startswith("data:"):
                 assert name is not None
                 out.append((name, json.loads(line[5:])))
+                if times is not None:
+                    times.append(time.monotonic())
                 name = None
     return out
 
@@ -61,9 +67,9 @@ def test_stream_order_and_removed_sentence_never_shown(corpus: Corpus) -> None:
     kb.use_generator(HalfTrueGenerator())  # type: ignore[arg-type]
     with serving(kb, mcp=False) as url:
         got = events(url, corpus.reader_key, "How often does the gateway token rotate?")
-    kinds = [k for k, _ in got]
+    kinds = [k for k, _ in got if k != "progress"]
     assert kinds == ["sentence", "removed", "answer", "trace", "done"], kinds
-    sentence, removed, answer, trace = (d for _, d in got[:4])
+    sentence, removed, answer, trace = (d for k, d in got[:-1] if k != "progress")
     assert INVENTED not in json.dumps(sentence)
     assert removed["text"] == INVENTED and removed["reason"]
     assert INVENTED not in answer["answer"]
@@ -91,11 +97,65 @@ def test_stream_matches_the_json_answer(corpus: Corpus) -> None:
 def test_refusal_streams_no_sentence(corpus: Corpus) -> None:
     with serving(corpus.kb, mcp=False) as url:
         got = events(url, corpus.reader_key, "Who won the 1974 chess olympiad in Nice?", stream=True)
-    assert [k for k, _ in got] == ["answer", "trace", "done"]
-    assert got[0][1]["refused"] is True
+    assert [k for k, _ in got if k != "progress"] == ["answer", "trace", "done"]
+    assert next(d for k, d in got if k == "answer")["refused"] is True
 
 
 def test_stream_errors_are_events(corpus: Corpus) -> None:
     with serving(corpus.kb, mcp=False) as url:
         got = events(url, corpus.reader_key, "?" * 2500, stream=True)
     assert got[0][0] == "error" and "max_question_chars" in got[0][1]["error"]["message"]
+
+
+class TwoQuotesGenerator:
+    """An 'LLM' that writes two sentences from passage [1], both citing every passage."""
+
+    name = "two-quotes"
+    context_tokens = 4000
+
+    def generate(self, question: Query | str, passages: Sequence[Passage]) -> Draft:
+        first, second = (p.strip().rstrip(".") + "." for p in passages[0].chunk.text.split(". ")[:2])
+        every = tuple(p.number for p in passages)
+        return Draft((DraftSentence(first, every), DraftSentence(second, every)), raw=f"{first} {second}")
+
+    def stream(self, question: Query | str, passages: Sequence[Passage]) -> Iterator[str]:
+        yield self.generate(question, passages).raw
+
+
+def test_progress_then_each_sentence_as_soon_as_it_is_checked(corpus: Corpus) -> None:
+    kb = variant(corpus.kb)
+    kb.use_generator(TwoQuotesGenerator())  # type: ignore[arg-type]
+    arrived: list[float] = []
+    with serving(kb, mcp=False) as url:
+        got = events(url, corpus.reader_key, "How often does the gateway token rotate?", arrived)
+    kb.close()
+    stages = [(d["stage"], d.get("sentence")) for k, d in got if k == "progress"]
+    # sent as they happen, not gathered at the end: what came after the first progress event
+    # (reading, generating, checking) took this long between it and the answer
+    answer = next(d for k, d in got if k == "answer")
+    after = sum(answer["timings_ms"].get(k, 0.0) for k in ("read", "generate", "verify")) / 1000
+    assert arrived[-3] - arrived[0] >= 0.5 * after, (arrived[-3] - arrived[0], answer["timings_ms"])
+    assert stages[0] == ("retrieved", None) and ("generating", None) in stages
+    order = [k if k != "progress" else f"{d['stage']}{d.get('sentence') or ''}" for k, d in got]
+    start = order.index("checking1")
+    assert order[start:] == ["checking1", "sentence", "checking2", "sentence", "answer", "trace", "done"]
+    progress = [d for k, d in got if k == "progress"]
+    assert all(d["message"] for d in progress)
+    assert next(d for d in progress if d["stage"] == "checking")["message"] == "Checking sentence 1 of 2…"
+
+
+def test_stream_sentences_cite_only_support_and_carry_their_own_quotes(corpus: Corpus) -> None:
+    kb = variant(corpus.kb)
+    kb.use_generator(TwoQuotesGenerator())  # type: ignore[arg-type]
+    with serving(kb, mcp=False) as url:
+        got = events(url, corpus.reader_key, "How often does the gateway token rotate?")
+    kb.close()
+    sentences = [d for k, d in got if k == "sentence"]
+    answer = next(d for k, d in got if k == "answer")
+    assert [s["citations"] for s in sentences] == [[1], [1]]  # not every passage the 'LLM' cited
+    assert answer["answer"].count("[") == 2 and "[2]" not in answer["answer"]
+    spans = [(s["sources"][0]["quote_start"], s["sources"][0]["quote_end"]) for s in sentences]
+    assert spans[0] != spans[1]
+    assert [(s["quotes"][0]["quote_start"], s["quotes"][0]["quote_end"]) for s in sentences] == spans
+    final = [(q["quote_start"], q["quote_end"]) for s in answer["sentences"] for q in s["quotes"]]
+    assert final == spans

@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import dataclasses
+import functools
 import time
 import uuid
 import warnings
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -18,6 +20,7 @@ from citeline.answer.extractive import ExtractiveGenerator as UnitScorer
 from citeline.answer.extractive import confidence
 from citeline.answer.facts import missing_facts
 from citeline.answer.generators.base import Generator
+from citeline.answer.precision import precise_citations
 from citeline.answer.prompt import near_refusal, parse_free_text
 from citeline.answer.reader import Reader, Reading, reading_json
 from citeline.answer.relevance import Relevance, assess
@@ -26,7 +29,7 @@ from citeline.answer.verify import Cited, Support, Verifier
 from citeline.errors import InvalidQuestionError
 from citeline.index.base import Store
 from citeline.index.sqlite import text_hash
-from citeline.models import REFUSAL, Answer, AnswerSentence, Citation, Draft, Hit, Passage
+from citeline.models import REFUSAL, Answer, AnswerSentence, Citation, Draft, Hit, Passage, SentenceQuote
 from citeline.rerank.base import Reranker
 from citeline.retrieval.diversity import mmr
 from citeline.retrieval.filters import Filter
@@ -38,6 +41,9 @@ from citeline.trace import Candidates, Check, Trace, TracedHit
 #: called once per draft sentence right after its claim check, in answer order, with the sentence
 #: (passage numbers as in the context, before renumbering), the check's result and the passages
 SentenceListener = Callable[[AnswerSentence, Support, Sequence[Passage]], None]
+#: hears where an answer stands: ("retrieved", {"passages": 5, ...}), ("read", ...), ("generating",
+#: ...), ("checking", {"sentence": k, "of": n}) before each claim check (answer/streaming.py)
+ProgressListener = Callable[[str, Mapping[str, Any]], None]
 
 
 @dataclass(frozen=True)
@@ -159,18 +165,22 @@ class Answerer:
         flt: Filter,
         on_text: Callable[[str], None] | None = None,
         on_sentence: SentenceListener | None = None,
+        on_progress: ProgressListener | None = None,
     ) -> Answer:
         """Answer ``question``. With ``on_text``, the generator's text is passed on as it streams
         (citation markers are only ever emitted whole and in range); the returned Answer is then
         built from exactly the streamed text, so streaming and not streaming give the same answer
         from a deterministic generator. ``on_sentence`` hears each sentence once it is checked
-        (answer/streaming.py turns that into verified-sentence events)."""
+        (answer/streaming.py turns that into verified-sentence events); ``on_progress`` hears
+        each stage as it is reached."""
         t0 = time.perf_counter()
         question = self.check_question(question)
         timings: dict[str, float] = {}
+        progress: ProgressListener = on_progress or (lambda _stage, _data: None)
         prepared = self.prepare(question, flt, timings)
         query, retrieval = prepared.query, prepared.retrieval
         relevance, passages = prepared.relevance, prepared.passages
+        progress("retrieved", {"candidates": len(retrieval.hits), "passages": len(passages)})
         trace = Trace(
             id=uuid.uuid4().hex[:16],
             question=question,
@@ -199,6 +209,7 @@ class Answerer:
             with Stage(timings, "read"):
                 reading = self.reader.read(query, passages)
             trace = trace.with_(reader=reading_json(reading, self.settings.reader_threshold))
+            progress("read", {"best": round(reading.best, 4)})
         reason = (
             self._refusal_reason(relevance, passages, reading)
             or missing_value(query.slot, passages)
@@ -206,6 +217,7 @@ class Answerer:
         )
         draft: Draft | None = None
         if reason is None:
+            progress("generating", {"generator": self.generator.name})
             with Stage(timings, "generate"):
                 if on_text is None:
                     draft = self.generator.generate(query, passages)
@@ -218,7 +230,7 @@ class Answerer:
                 tokens={"prompt": draft.prompt_tokens, "completion": draft.completion_tokens},
             )
         answer, trace = self._resolve(
-            question, passages, draft, relevance, reason, timings, trace, on_sentence
+            question, passages, draft, relevance, reason, timings, trace, on_sentence, progress
         )
         timings["total"] = (time.perf_counter() - t0) * 1000
         trace = trace.with_(timings_ms=dict(timings), answer=answer.answer, refused=answer.refused)
@@ -286,6 +298,7 @@ class Answerer:
         timings: dict[str, float],
         trace: Trace,
         on_sentence: SentenceListener | None = None,
+        progress: ProgressListener | None = None,
     ) -> tuple[Answer, Trace]:
         def refusal(
             why: str, sentences: tuple[AnswerSentence, ...] = (), dropped: tuple[int, ...] = ()
@@ -316,7 +329,9 @@ class Answerer:
         quotes: dict[int, tuple[float, tuple[int, int]]] = {}
         said: set[str] = set()  # small models can loop, writing one sentence again and again
         with Stage(timings, "verify"):
-            for s in draft.sentences:
+            for k, s in enumerate(draft.sentences, 1):
+                if progress is not None:
+                    progress("checking", {"sentence": k, "of": len(draft.sentences)})
                 text = escape_markers(s.text)  # a document's own "[7]" is text, not a citation
                 if near_refusal(text):  # the refusal sentence only ever appears with refused: true
                     sentences.append(AnswerSentence(text, (), False, True, 0.0))
@@ -334,23 +349,40 @@ class Answerer:
                     for n in valid
                     for c in (by_number[n].chunk,)
                 ]
-                support = self.verifier.check(text, cited)
-                if support.supported:  # its numbers, dates and names must be in what it cites
-                    missing = missing_facts(text, "\n".join(by_number[n].chunk.index_text for n in valid))
-                    if missing:
-                        why = f"not in the cited passage: {', '.join(missing[:5])}"
-                        support = dataclasses.replace(support, supported=False, reason=why)
+                support = self._check(text, cited, by_number)
                 keep = support.supported or self.settings.unsupported == "mark"
-                sentences.append(AnswerSentence(text, valid, support.supported, not keep, support.score))
+                shown = valid
+                if keep:  # only the citations whose passage supports the sentence (precision.py)
+                    shown = precise_citations(
+                        cited,
+                        support,
+                        functools.partial(self._check, text, by_number=by_number),
+                        functools.partial(self._facts_in, text, by_number),
+                    )
+                own = tuple(
+                    SentenceQuote(
+                        n, *support.quotes.get(n, (by_number[n].chunk.start, by_number[n].chunk.end))
+                    )
+                    for n in shown
+                )
+                sentences.append(AnswerSentence(text, shown, support.supported, not keep, support.score, own))
                 checks.append(
-                    Check(text, valid, support.supported, support.score, support.reason, self.verifier.name)
+                    Check(
+                        text,
+                        valid,
+                        support.supported,
+                        support.score,
+                        support.reason,
+                        self.verifier.name,
+                        unsupporting=tuple(n for n in valid if n not in shown),
+                    )
                 )
                 if on_sentence is not None:
                     on_sentence(sentences[-1], support, passages)
                 if keep:
-                    for n, span in support.quotes.items():
-                        if n not in quotes or support.score > quotes[n][0]:
-                            quotes[n] = (support.score, span)
+                    for q in own:
+                        if q.n not in quotes or support.score > quotes[q.n][0]:
+                            quotes[q.n] = (support.score, (q.quote_start, q.quote_end))
         kept = [s for s in sentences if not s.removed and s.citations]
         if not any(s.supported for s in kept):
             return refusal(
@@ -360,12 +392,19 @@ class Answerer:
         order = list(dict.fromkeys(n for s in kept for n in s.citations))
         renumber = {old: new for new, old in enumerate(order, 1)}
         final = [
-            AnswerSentence(
-                s.text, tuple(renumber[n] for n in s.citations), s.supported, s.removed, s.support_score
+            dataclasses.replace(
+                s,
+                citations=tuple(renumber[n] for n in s.citations),
+                quotes=tuple(dataclasses.replace(q, n=renumber[q.n]) for q in s.quotes),
             )
             if not s.removed
             else s
             for s in sentences
+        ]
+        # the claim checks and the context name passages as the answer does ([1], [2], [2])
+        checks = [
+            dataclasses.replace(c, answer_citations=s.citations) if not s.removed else c
+            for c, s in zip(checks, final, strict=True)
         ]
         text = " ".join(
             s.text + "".join(f" [{n}]" for n in s.citations) + ("" if s.supported else " (unverified)")
@@ -397,6 +436,7 @@ class Answerer:
             verification=tuple(checks),
             dropped_citations=tuple(dropped),
             citations=tuple(c.to_json() for c in citations),
+            context=tuple(dataclasses.replace(h, cited_as=renumber.get(h.n or 0)) for h in trace.context),
         )
         return Answer(
             question,
@@ -408,6 +448,21 @@ class Answerer:
             self.generator.name,
             relevance=relevance.score,
         ), trace
+
+    def _check(self, text: str, cited: Sequence[Cited], by_number: Mapping[int, Passage]) -> Support:
+        """The claim check of a sentence against ``cited``: the verifier's, and its numbers, dates
+        and names must be in what it cites."""
+        support = self.verifier.check(text, cited)
+        if support.supported:
+            missing = missing_facts(text, "\n".join(by_number[c.n].chunk.index_text for c in cited))
+            if missing:
+                why = f"not in the cited passage: {', '.join(missing[:5])}"
+                support = dataclasses.replace(support, supported=False, reason=why)
+        return support
+
+    @staticmethod
+    def _facts_in(text: str, by_number: Mapping[int, Passage], cited: Cited) -> bool:
+        return not missing_facts(text, by_number[cited.n].chunk.index_text)
 
     def _save_trace(self, trace: Trace) -> str | None:
         if not self.settings.trace:

@@ -54,22 +54,29 @@ class TrainedChecker:
         claim = unescape_markers(sentence)
         quoted = _verbatim(claim, found)
         if quoted:
-            # a verbatim quote of what it cites needs no model (which misjudges odd text such as markup)
-            return Support(True, 1.0, quoted)
+            # a verbatim quote of what it cites needs no model (which misjudges odd text such as markup);
+            # the passages holding it are the ones that support it
+            return Support(
+                True, 1.0, quoted, alone={c.n: (c.n in quoted, float(c.n in quoted)) for c in cited}
+            )
         context = {c.n: c.context for c in cited}
         # as in training, each premise is read after its headings ("Sync Options: Retries use ...")
         texts = [f"{context[n]}: {u.text}" if context[n] else u.text for n, u in found]
         probs = self.model.checker_scores(claim, texts)
         quotes: dict[int, tuple[int, int]] = {}
+        alone: dict[int, tuple[bool, float]] = {}
         for n in dict.fromkeys(n for n, _ in found):
             idx = [i for i, (m, u) in enumerate(found) if m == n and u.kind != "passage"]
             if idx:
                 best = idx[int(np.argmax(probs[idx]))]
                 quotes[n] = (found[best][1].start, found[best][1].end)
+            # every premise lies within one passage: what this passage's premises score is its own support
+            own = float(probs[[i for i, (m, _) in enumerate(found) if m == n]].max())
+            alone[n] = (own >= self.threshold, own)
         score = float(probs.max()) if len(probs) else 0.0
         supported = score >= self.threshold
         reason = "" if supported else f"entailment {score:.2f} below {self.threshold:.2f}"
-        return Support(supported, score, quotes, reason)
+        return Support(supported, score, quotes, reason, alone)
 
 
 def _squash(text: str) -> str:

@@ -8,18 +8,22 @@ after the kept ones as a ``removed`` notice, with the reason.
 
 With ``unsupported = "mark"``, an unverified sentence is held back until a supported one has
 been emitted (an answer whose kept sentences are all unverified is refused, so nothing it held
-back is ever shown). The citation objects sent with a sentence carry the best supporting quote
-known at that point; the final answer object (``Answer.to_json()``) is authoritative.
+back is ever shown). The citation objects sent with a sentence carry that sentence's own
+supporting quote (``quotes``); the final answer object (``Answer.to_json()``) is authoritative.
+
+``on_progress`` turns the answerer's stages into ``progress`` events (passages retrieved, the
+reader's score, the generator called, "checking sentence k of n"), so a client can show where
+the answer stands before its first sentence.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from citeline.answer.verify import Support
-from citeline.models import AnswerSentence, Citation, Passage
+from citeline.models import AnswerSentence, Citation, Passage, SentenceQuote
 
 
 @dataclass(frozen=True)
@@ -34,6 +38,7 @@ class SentenceEvent:
     score: float = 0.0
     sources: tuple[Citation, ...] = ()
     reason: str = ""
+    quotes: tuple[SentenceQuote, ...] = ()
 
     def to_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {"index": self.index, "text": self.text}
@@ -43,23 +48,51 @@ class SentenceEvent:
                 supported=self.supported,
                 support_score=round(self.score, 4),
                 sources=[c.to_json() for c in self.sources],
+                quotes=[q.to_json() for q in self.quotes],
             )
         else:
             out.update(reason=self.reason, support_score=round(self.score, 4))
         return out
 
 
+@dataclass(frozen=True)
+class ProgressEvent:
+    """Where the answer stands: ``stage`` is retrieved, read, generating or checking."""
+
+    stage: str
+    data: Mapping[str, Any]
+    kind: str = "progress"
+
+    @property
+    def message(self) -> str:
+        d = self.data
+        if self.stage == "retrieved":
+            return f"Found {d.get('passages', 0)} passages; reading them…"
+        if self.stage == "read":
+            return "Read the passages; writing the answer…"
+        if self.stage == "generating":
+            return "Writing the answer…"
+        if self.stage == "checking":
+            return f"Checking sentence {d.get('sentence')} of {d.get('of')}…"
+        return self.stage
+
+    def to_json(self) -> dict[str, Any]:
+        return {"stage": self.stage, **self.data, "message": self.message}
+
+
 @dataclass
 class SentenceStream:
     """Turns claim checks into ordered events; ``emit`` is called from the answering thread."""
 
-    emit: Callable[[SentenceEvent], None]
+    emit: Callable[[SentenceEvent | ProgressEvent], None]
     _index: int = 0
     _renumber: dict[int, int] = field(default_factory=dict)
-    _quotes: dict[int, tuple[float, tuple[int, int]]] = field(default_factory=dict)
     _held: list[tuple[int, AnswerSentence, Support, Sequence[Passage]]] = field(default_factory=list)
     _removed: list[SentenceEvent] = field(default_factory=list)
     _verified_seen: bool = False
+
+    def on_progress(self, stage: str, data: Mapping[str, Any]) -> None:
+        self.emit(ProgressEvent(stage, dict(data)))
 
     def on_sentence(self, sentence: AnswerSentence, support: Support, passages: Sequence[Passage]) -> None:
         index = self._index
@@ -94,10 +127,10 @@ class SentenceStream:
         by_number = {p.number: p for p in passages}
         for n in sentence.citations:
             self._renumber.setdefault(n, len(self._renumber) + 1)
-        for n, span in support.quotes.items():
-            if n not in self._quotes or support.score > self._quotes[n][0]:
-                self._quotes[n] = (support.score, span)
-        sources = tuple(self._citation(by_number[n]) for n in sentence.citations if n in by_number)
+        own = {q.n: q for q in sentence.quotes}
+        sources = tuple(
+            self._citation(by_number[n], own.get(n)) for n in sentence.citations if n in by_number
+        )
         self.emit(
             SentenceEvent(
                 "sentence",
@@ -107,12 +140,16 @@ class SentenceStream:
                 sentence.supported,
                 support.score,
                 sources,
+                quotes=tuple(
+                    SentenceQuote(self._renumber[q.n], q.quote_start, q.quote_end) for q in sentence.quotes
+                ),
             )
         )
 
-    def _citation(self, p: Passage) -> Citation:
+    def _citation(self, p: Passage, quote: SentenceQuote | None) -> Citation:
+        """The passage as this sentence cites it: its quote is this sentence's support."""
         quote_start, quote_end = (
-            self._quotes[p.number][1] if p.number in self._quotes else (p.chunk.start, p.chunk.end)
+            (quote.quote_start, quote.quote_end) if quote is not None else (p.chunk.start, p.chunk.end)
         )
         return Citation(
             n=self._renumber[p.number],

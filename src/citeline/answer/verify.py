@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, NamedTuple, Protocol
 
@@ -38,6 +38,10 @@ class Support:
     # per cited passage number: the best supporting unit (document offsets)
     quotes: dict[int, tuple[int, int]]
     reason: str = ""
+    #: per cited passage: (it supports the sentence on its own, its score), from verifiers whose
+    #: verdict is the best single passage's (the trained checker, NLI); empty when the check
+    #: cannot tell (the heuristic and the judge read the passages together)
+    alone: dict[int, tuple[bool, float]] = field(default_factory=dict)
 
 
 class Cited(NamedTuple):
@@ -142,14 +146,18 @@ class NliVerifier:
         premises = [u.text for _, u in units] + [c.text for c in cited]
         probs = self.entailment_probabilities(premises, sentence)
         quotes: dict[int, tuple[int, int]] = {}
-        for n in (c.n for c in cited):
-            idx = [i for i, (m, _) in enumerate(units) if m == n]
+        alone: dict[int, tuple[bool, float]] = {}
+        for i, n in enumerate(c.n for c in cited):
+            idx = [j for j, (m, _) in enumerate(units) if m == n]
             if idx:
                 best = idx[int(np.argmax(probs[idx]))]
                 quotes[n] = (units[best][1].start, units[best][1].end)
+            own = float(probs[[*idx, len(units) + i]].max())  # its units and the whole passage
+            alone[n] = (own >= self.threshold, own)
         score = float(probs.max())
         supported = score >= self.threshold
-        return Support(supported, score, quotes, "" if supported else "the cited passage does not entail it")
+        reason = "" if supported else "the cited passage does not entail it"
+        return Support(supported, score, quotes, reason, alone)
 
 
 JUDGE_PROMPT = (

@@ -21,6 +21,7 @@ joins by passing the same contract suite (tests/index/test_store_contract.py).
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
@@ -62,7 +63,16 @@ class ApiKey:
 
     @property
     def active(self) -> bool:
-        return self.revoked_at is None
+        return self.revoked_at is None and not self.expired()
+
+    @property
+    def expires_at(self) -> float | None:
+        """When the key stops working (Unix time), or None: kept in ``meta``, so every store has it."""
+        value = self.meta.get("expires_at")
+        return None if value is None else float(value)
+
+    def expired(self, now: float | None = None) -> bool:
+        return self.expires_at is not None and (time.time() if now is None else now) >= self.expires_at
 
 
 @dataclass(frozen=True)

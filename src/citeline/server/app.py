@@ -14,7 +14,7 @@ from collections.abc import AsyncIterator
 from importlib import resources
 from typing import Any
 
-from fastapi import FastAPI, Request
+from fastapi import FastAPI, HTTPException, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import FileResponse, JSONResponse, Response
 from fastapi.staticfiles import StaticFiles
@@ -32,7 +32,8 @@ from citeline.errors import (
     UnsupportedFormatError,
 )
 from citeline.kb import KnowledgeBase
-from citeline.server.auth import caller_for
+from citeline.server.auth import caller_for, throttled_caller
+from citeline.server.headers import SecurityHeaders, documentation_pages
 from citeline.server.state import ServerState
 from citeline.server.uploads import UploadError
 
@@ -165,8 +166,9 @@ class McpGate:
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope.get("headers") or []}
+        client = scope.get("client")
         try:
-            caller = caller_for(self.state, headers)
+            caller = throttled_caller(self.state, headers, client[0] if client else "-")
             wait = self.state.limiter.retry_after(caller.key_id or "anonymous-mcp")
             if wait > 0:
                 raise _Refused(429, "rate_limited", f"Rate limit reached; retry in {wait:.1f} s.")
@@ -179,6 +181,11 @@ class McpGate:
             await JSONResponse(error_body(exc.status, exc.code, exc.message), exc.status)(
                 scope, receive, send
             )
+            return
+        except HTTPException as exc:  # too many wrong keys from this address
+            await JSONResponse(
+                error_body(exc.status_code, "rate_limited", exc.detail), exc.status_code, headers=exc.headers
+            )(scope, receive, send)
             return
         await self.app(scope, receive, send)
 
@@ -233,6 +240,8 @@ def create_app(
         summary="Answers with citations that resolve to exact spans of your documents.",
         version="0.1.0",
         lifespan=lifespan,
+        docs_url=None,  # served by documentation_pages, under a CSP
+        redoc_url=None,
     )
     app.state.citeline = state
     _errors(app)
@@ -248,6 +257,7 @@ def create_app(
 
         app.router.routes.append(Route("/mcp", endpoint=mcp_app, include_in_schema=False))
     _web_page(app)
+    documentation_pages(app)
     origins = [o.strip() for o in state.settings.server_cors_origins.split(",") if o.strip()]
     if origins:
         from fastapi.middleware.cors import CORSMiddleware
@@ -259,6 +269,7 @@ def create_app(
             allow_headers=["Authorization", "Content-Type", "X-API-Key"],
         )
     app.add_middleware(LimitsAndMetrics, state=state)
+    app.add_middleware(SecurityHeaders)  # outermost: the 413s above get the headers too
     return app
 
 

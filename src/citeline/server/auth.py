@@ -32,10 +32,30 @@ def caller_for(state: ServerState, headers: Mapping[str, str]) -> Caller:
     return authenticate(state.kb.store, key)
 
 
+def throttled_caller(state: ServerState, headers: Mapping[str, str], address: str) -> Caller:
+    """``caller_for``, unless ``address`` sent too many wrong keys lately: then 429 with
+    Retry-After, whatever key it sends now (a right key must not be a way to test guesses)."""
+    sends_key = key_from_headers(headers) is not None
+    wait = state.key_failures.wait(address) if sends_key else 0.0
+    if wait > 0:
+        raise HTTPException(
+            status_code=429,
+            detail=f"Too many wrong API keys from this address ({state.key_failures.per_minute} per minute "
+            f"allowed, server_key_failures); retry in {wait:.0f} s.",
+            headers={"Retry-After": str(max(1, round(wait + 0.5)))},
+        )
+    try:
+        return caller_for(state, headers)
+    except AuthenticationError:
+        if sends_key:
+            state.key_failures.failed(address)
+        raise
+
+
 def current_caller(request: Request) -> Caller:
     """The FastAPI dependency of every /v1 route: authenticates, then applies the rate limit."""
     state = state_of(request)
-    caller = caller_for(state, request.headers)
+    caller = throttled_caller(state, request.headers, request.client.host if request.client else "-")
     who = caller.key_id or f"anonymous:{request.client.host if request.client else '-'}"
     wait = state.limiter.retry_after(who)
     if wait > 0:
@@ -49,4 +69,12 @@ def current_caller(request: Request) -> Caller:
     return caller
 
 
-__all__ = ["AuthenticationError", "Caller", "caller_for", "current_caller", "key_from_headers", "state_of"]
+__all__ = [
+    "AuthenticationError",
+    "Caller",
+    "caller_for",
+    "current_caller",
+    "key_from_headers",
+    "state_of",
+    "throttled_caller",
+]

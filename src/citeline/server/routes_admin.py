@@ -8,7 +8,7 @@ from fastapi import APIRouter, Depends, HTTPException, Request
 from fastapi.responses import Response
 from pydantic import BaseModel, ConfigDict, Field
 
-from citeline.access import Caller, create_key, key_json, revoke
+from citeline.access import Caller, create_key, key_json, parse_expiry, revoke
 from citeline.retrieval.filters import Principal
 from citeline.server.auth import current_caller, state_of
 from citeline.server.metrics import CONTENT_TYPE
@@ -57,11 +57,12 @@ async def list_traces(request: Request, caller: CallerDep, failed: bool = False)
 
 @router.get("/v1/traces/{trace_id}", summary="How one answer was made (its owner or an admin)")
 async def get_trace(trace_id: str, request: Request, caller: CallerDep) -> dict[str, Any]:
+    """Admins open every trace, but like every key they see passages, quotes and text only from
+    documents they may read (the rest is left out and the trace says `"redacted": true`)."""
     state = state_of(request)
-    who = Principal.local_admin() if caller.can("admin") else caller.principal
     if caller.key_id is None:  # anonymous callers share one label: they read no traces
         raise HTTPException(404, f"No trace '{trace_id}' for this caller.")
-    trace = await state.run(state.kb.trace, trace_id, who)
+    trace = await state.run(state.kb.trace, trace_id, caller.principal, any_owner=caller.can("admin"))
     if trace is None:
         raise HTTPException(404, f"No trace '{trace_id}' for this caller.")
     return trace.to_json()
@@ -74,6 +75,9 @@ class KeyRequest(BaseModel):
     groups: list[str] = Field(default_factory=list, max_length=50)
     role: Literal["reader", "writer", "admin"] = "reader"
     label: str = Field("", max_length=200)
+    expires: str | None = Field(
+        None, max_length=40, description="when the key stops working: 90m, 12h, 30d, 2w or a UTC date"
+    )
 
 
 @router.get("/v1/keys", summary="API keys (admins): never the keys themselves")
@@ -88,8 +92,16 @@ async def list_keys(request: Request, caller: CallerDep) -> dict[str, Any]:
 async def new_key(body: KeyRequest, request: Request, caller: CallerDep) -> dict[str, Any]:
     caller.require("admin", "Managing keys")
     state = state_of(request)
+    expires_at = None if body.expires is None else parse_expiry(body.expires)
     key, record = await state.run(
-        state.write, create_key, state.writer.store, body.user, tuple(body.groups), body.role, body.label
+        state.write,
+        create_key,
+        state.writer.store,
+        body.user,
+        tuple(body.groups),
+        body.role,
+        body.label,
+        expires_at,
     )
     return {"key": key, **key_json(record)}
 

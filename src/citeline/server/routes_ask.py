@@ -12,7 +12,7 @@ from fastapi.responses import StreamingResponse
 from pydantic import BaseModel, ConfigDict, Field
 
 from citeline.access import Caller
-from citeline.answer.streaming import SentenceEvent, SentenceStream
+from citeline.answer.streaming import ProgressEvent, SentenceEvent, SentenceStream
 from citeline.errors import CitelineError
 from citeline.models import Answer, Hit
 from citeline.retrieval.filters import Filter
@@ -78,16 +78,18 @@ def hit_json(hit: Hit) -> dict[str, Any]:
 @router.post("/ask", summary="Answer a question with citations (JSON or Server-Sent Events)")
 async def ask(body: AskRequest, request: Request, caller: Annotated[Caller, Depends(current_caller)]) -> Any:
     """The same object as `citeline ask --json`. With `"stream": true` (or `Accept:
-    text/event-stream`) the answer comes as events: `sentence` (each one after its claim check,
-    with its citations), then `removed` (sentences the check removed: never part of the answer),
-    then `answer` (the final object), `trace` (its id) and `done`; `error` on failure."""
+    text/event-stream`) the answer comes as events: `progress` (passages retrieved, read, the
+    generator called, "checking sentence k of n", each with a `message`), `sentence` (each one as
+    soon as its claim check kept it, with its citations and its own supporting `quotes`), then
+    `removed` (sentences the check removed: never part of the answer), then `answer` (the final
+    object), `trace` (its id) and `done`; `error` on failure."""
     state = state_of(request)
     flt = body.filters.to_filter(caller)
     if body.stream or "text/event-stream" in request.headers.get("accept", ""):
         return StreamingResponse(
             _events(request, body.question, flt),
             media_type="text/event-stream",
-            headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"},
+            headers={"Cache-Control": "no-store", "X-Accel-Buffering": "no"},
         )
     answer = await state.run(state.kb.ask, body.question, flt=flt)
     state.metrics.observe_answer(answer)
@@ -103,13 +105,15 @@ async def _events(request: Request, question: str, flt: Filter) -> AsyncIterator
     loop = asyncio.get_running_loop()
     queue: asyncio.Queue[tuple[str, Any]] = asyncio.Queue()
 
-    def emit(event: SentenceEvent) -> None:
+    def emit(event: SentenceEvent | ProgressEvent) -> None:
         loop.call_soon_threadsafe(queue.put_nowait, (event.kind, event.to_json()))
 
     stream = SentenceStream(emit)
 
     def work() -> Answer:
-        answer = state.kb.ask(question, flt=flt, on_sentence=stream.on_sentence)
+        answer = state.kb.ask(
+            question, flt=flt, on_sentence=stream.on_sentence, on_progress=stream.on_progress
+        )
         stream.finish()
         return answer
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from typing import Annotated, Any, Literal
+from urllib.parse import quote
 
 from fastapi import APIRouter, Depends, File, Form, HTTPException, Query, Request, UploadFile
 from fastapi.responses import JSONResponse, Response
@@ -167,14 +168,16 @@ async def document_text(
     start: Annotated[int | None, Query(ge=0)] = None,
     end: Annotated[int | None, Query(ge=0)] = None,
 ) -> dict[str, Any]:
-    """`start`/`end` are code-point offsets (as in citations); the response repeats them."""
+    """`start`/`end` are code-point offsets (as in citations); past the end they stop at it (as
+    slicing does), and the response says where the span it returns starts and ends."""
     state = state_of(request)
     doc = await state.run(readable, state, caller, document_id)
     text = await state.run(state.kb.store.document_text, doc.id)
     lo = 0 if start is None else start
     hi = len(text) if end is None else end
-    if not lo <= hi <= len(text):
-        raise CitelineError(f"Span {lo}:{hi} is outside the document's text (0:{len(text)}).")
+    if lo > hi:
+        raise CitelineError(f"Span {lo}:{hi} is reversed: start must not be after end.")
+    lo, hi = min(lo, len(text)), min(hi, len(text))
     starts = await state.run(state.kb.store.page_starts, doc.id)
     return {
         "document_id": doc.id,
@@ -193,16 +196,22 @@ async def document_file(document_id: str, request: Request, caller: CallerDep) -
     data = await state.run(state.kb.store.original, doc.id)
     if data is None:
         raise HTTPException(404, "The original of this document was not kept.")
-    filename = doc.source.rsplit("/", 1)[-1].replace('"', "")
     return Response(
         data,
         media_type=_MEDIA.get(doc.format, "application/octet-stream"),
         headers={
             # Never rendered on this origin: an uploaded HTML file must not run as the web page.
-            "Content-Disposition": f'attachment; filename="{filename.encode("ascii", "replace").decode()}"',
+            "Content-Disposition": attachment(doc.source.rsplit("/", 1)[-1]),
             "Content-Security-Policy": "sandbox",
         },
     )
+
+
+def attachment(filename: str) -> str:
+    """Content-Disposition for ``filename``: an ASCII ``filename`` for old clients and the exact
+    name as RFC 5987 ``filename*`` (UTF-8, percent-encoded), which browsers prefer."""
+    plain = "".join(ch if " " <= ch < "\x7f" and ch not in '"\\' else "_" for ch in filename)
+    return f"attachment; filename=\"{plain}\"; filename*=UTF-8''{quote(filename, safe='')}"
 
 
 async def _pdf(state: ServerState, caller: Caller, document_id: str) -> tuple[Document, bytes]:
@@ -226,7 +235,7 @@ async def page_png(
     state = state_of(request)
     _doc, data = await _pdf(state, caller, document_id)
     png = await state.run(render_png, data, page, scale)
-    return Response(png, media_type="image/png", headers={"Cache-Control": "private, max-age=300"})
+    return Response(png, media_type="image/png")  # no-store, as all /v1 data (headers.py)
 
 
 @router.get(

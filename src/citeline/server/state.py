@@ -55,6 +55,38 @@ class RateLimiter:
             return 0.0
 
 
+class FailureThrottle:
+    """Wrong API keys per client address: ``per_minute`` of them, refilled continuously; once they
+    are spent the address waits until one refills (0 = no limit). Guessing keys gets slow."""
+
+    def __init__(self, per_minute: int) -> None:
+        self.per_minute = per_minute
+        self._buckets: dict[str, tuple[float, float]] = {}
+        self._lock = threading.Lock()
+
+    def _tokens(self, who: str, now: float) -> float:
+        tokens, last = self._buckets.get(who, (float(self.per_minute), now))
+        return min(float(self.per_minute), tokens + (now - last) * self.per_minute / 60.0)
+
+    def wait(self, who: str) -> float:
+        """Seconds until ``who`` may send a key again (0: now)."""
+        if self.per_minute <= 0:
+            return 0.0
+        with self._lock:
+            tokens = self._tokens(who, time.monotonic())
+        return 0.0 if tokens >= 1.0 else (1.0 - tokens) * 60.0 / self.per_minute
+
+    def failed(self, who: str) -> None:
+        if self.per_minute <= 0:
+            return
+        now = time.monotonic()
+        with self._lock:
+            self._buckets[who] = (max(0.0, self._tokens(who, now) - 1.0), now)
+            if len(self._buckets) > 10_000:  # forget the oldest addresses
+                for key in list(self._buckets)[:1000]:
+                    del self._buckets[key]
+
+
 @dataclass
 class Job:
     """A background upload: queued, running, done (with the report) or failed (with the reason)."""
@@ -128,6 +160,7 @@ class ServerState:
     executor: ThreadPoolExecutor
     limiter: RateLimiter
     metrics: Metrics
+    key_failures: FailureThrottle = field(default_factory=lambda: FailureThrottle(0))
     jobs: JobQueue = field(default_factory=JobQueue)
     positions: PositionCache = field(default_factory=PositionCache)
     write_lock: threading.Lock = field(default_factory=threading.Lock)
@@ -148,6 +181,7 @@ class ServerState:
             executor=ThreadPoolExecutor(max_workers=settings.server_workers, thread_name_prefix="citeline"),
             limiter=RateLimiter(settings.server_rate_limit),
             metrics=Metrics(),
+            key_failures=FailureThrottle(settings.server_key_failures),
         )
 
     async def run(self, fn: Callable[..., T], /, *args: Any, **kwargs: Any) -> T:

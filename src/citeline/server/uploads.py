@@ -3,7 +3,8 @@
 An upload becomes the document ``uploads/<user>`` / ``<name>``: its bytes go into the store only
 (nothing is written to the file system), so a name can never reach a path outside the index; a
 name that tries (``../``, an absolute path, a drive letter, a NUL or control character) is refused
-with the reason rather than silently rewritten.
+with the reason rather than silently rewritten, as is a name holding bidirectional controls (which
+make it read as another name).
 """
 
 from __future__ import annotations
@@ -17,7 +18,10 @@ from citeline.errors import CitelineError
 from citeline.ingest.registry import supported_extensions
 
 MAX_NAME = 200
-_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
+#: C0 and C1 controls, and the line and paragraph separators
+_CONTROL = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029]")
+#: marks and embeddings, overrides and isolates that reorder text (U+202E shows "gpj.exe" as "exe.jpg")
+_BIDI = re.compile("[\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]")
 _TEXT_FORMATS = {".md", ".markdown", ".txt", ".text", ".html", ".htm", ".rst"}
 
 
@@ -39,6 +43,11 @@ def check_name(name: str) -> str:
         raise UploadError("The upload has no file name.")
     if "\x00" in name:
         raise UploadError("The file name contains a NUL character.")
+    if bidi := _BIDI.search(name):
+        raise UploadError(
+            f"The file name contains a bidirectional control character (U+{ord(bidi.group()):04X}), "
+            "which can make it show a different name or extension than it has."
+        )
     if _CONTROL.search(name):
         raise UploadError("The file name contains a control character.")
     if len(name) > MAX_NAME:

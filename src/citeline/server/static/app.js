@@ -6,7 +6,7 @@
 const KEY_STORAGE = "citeline.key";
 const $ = (id) => document.getElementById(id);
 const state = { key: sessionStorage.getItem(KEY_STORAGE), me: null, citations: new Map(), traceId: null,
-  docsOffset: 0, pressed: null, asking: false };
+  docsOffset: 0, pressed: null, opener: null, asking: false };
 
 // ---- helpers ------------------------------------------------------------------------------------
 
@@ -111,16 +111,21 @@ function route() {
 
 // ---- asking ---------------------------------------------------------------------------------------
 
-function citeButton(n, citation) {
+// `quote`: what supports the sentence the button follows ({quote_start, quote_end}); without it, the
+// citation's own quote (the Sources list)
+function citeButton(n, citation, quote) {
   const label = citation ? "Source " + n + ": " + citation.source : "Source " + n;
-  return el("button", { type: "button", class: "cite", "data-n": String(n), "aria-label": label,
-    "aria-pressed": "false", text: "[" + n + "]", onclick: () => openCitation(n) });
+  const button = el("button", { type: "button", class: "cite", "data-n": String(n), "aria-label": label,
+    "aria-pressed": "false", text: "[" + n + "]" });
+  button.addEventListener("click", () => openCitation(n, quote, button));
+  return button;
 }
 
-function sentenceNode(text, numbers, supported) {
+function sentenceNode(text, numbers, supported, quotes) {
   const span = el("span", { class: "sentence" + (supported ? "" : " unverified"), text: text });
   const frag = el("span", { class: "sentence-wrap" }, span);
-  for (const n of numbers) frag.append(" ", citeButton(n, state.citations.get(n)));
+  const own = new Map((quotes || []).map((q) => [q.n, q]));
+  for (const n of numbers) frag.append(" ", citeButton(n, state.citations.get(n), own.get(n)));
   if (!supported) frag.append(" (unverified)");
   frag.append(" ");
   return frag;
@@ -150,8 +155,8 @@ function addRemoved(text, reason) {
 }
 
 function onSentence(data) {
-  for (const c of data.sources || []) state.citations.set(c.n, c);
-  $("answer").append(sentenceNode(data.text, data.citations, data.supported));
+  for (const c of data.sources || []) if (!state.citations.has(c.n)) state.citations.set(c.n, c);
+  $("answer").append(sentenceNode(data.text, data.citations, data.supported, data.quotes));
 }
 
 function renderFinal(answer) {
@@ -167,7 +172,7 @@ function renderFinal(answer) {
     $("refusal-reason").textContent = answer.refusal_reason ? "Why: " + answer.refusal_reason : "";
   } else {
     for (const s of answer.sentences) {
-      if (!s.removed && s.citations.length) $("answer").append(sentenceNode(s.text, s.citations, s.supported));
+      if (!s.removed && s.citations.length) $("answer").append(sentenceNode(s.text, s.citations, s.supported, s.quotes));
     }
   }
   for (const s of answer.sentences) if (s.removed) addRemoved(s.text, "support score " + s.support_score);
@@ -200,7 +205,7 @@ async function ask(question) {
   state.asking = true;
   $("ask-button").disabled = true;
   resetAnswer();
-  $("ask-status").textContent = "Searching and checking each sentence…";
+  $("ask-status").textContent = "Searching…";
   try {
     const response = await api("/v1/ask", { method: "POST",
       headers: { "Content-Type": "application/json", Accept: "text/event-stream" },
@@ -212,7 +217,8 @@ async function ask(question) {
       const { value, done } = await reader.read();
       if (done) break;
       buffer = parseEvents(buffer + decoder.decode(value, { stream: true }), (event, data) => {
-        if (event === "sentence") onSentence(data);
+        if (event === "progress") $("ask-status").textContent = data.message;
+        else if (event === "sentence") onSentence(data);
         else if (event === "removed") addRemoved(data.text, data.reason);
         else if (event === "answer") renderFinal(data);
         else if (event === "error") $("ask-error").textContent = data.error.message;
@@ -230,12 +236,16 @@ async function ask(question) {
 
 // ---- the source panel -------------------------------------------------------------------------
 
-function closeSource() {
+function closeSource(returnFocus) {
+  const opener = state.opener;
+  state.opener = null;
   $("source-panel").hidden = true;
   document.querySelector(".layout").classList.remove("with-source");
   for (const url of state.blobUrls || []) URL.revokeObjectURL(url);
   state.blobUrls = [];
   if (state.pressed) state.pressed.forEach((b) => b.setAttribute("aria-pressed", "false"));
+  // back to the citation that opened the panel, not to <body>
+  if (returnFocus === true && opener && opener.isConnected) opener.focus();
 }
 
 // Text with the cited span marked, and the supporting sentence marked inside it.
@@ -248,11 +258,14 @@ function markedText(text, base, c) {
   return [text.slice(0, a), cited, text.slice(b)];
 }
 
-async function openCitation(n) {
-  const c = state.citations.get(n);
-  if (!c) return;
+// `quote`: the supporting span of the sentence whose citation was chosen (each sentence has its own)
+async function openCitation(n, quote, opener) {
+  const cited = state.citations.get(n);
+  if (!cited) return;
+  const c = Object.assign({}, cited, quote ? { quote_start: quote.quote_start, quote_end: quote.quote_end } : {});
   closeSource();
-  state.pressed = document.querySelectorAll('.cite[data-n="' + n + '"]');
+  state.opener = opener || null;
+  state.pressed = opener ? [opener] : [];
   state.pressed.forEach((b) => b.setAttribute("aria-pressed", "true"));
   const panel = $("source-panel");
   panel.hidden = false;
@@ -330,7 +343,7 @@ document.addEventListener("DOMContentLoaded", async () => {
   });
   $("sign-out").addEventListener("click", () => forgetKey(""));
   $("ask-form").addEventListener("submit", (ev) => { ev.preventDefault(); ask($("question").value); });
-  $("close-source").addEventListener("click", closeSource);
+  $("close-source").addEventListener("click", () => closeSource(true));
   $("trace-panel").addEventListener("toggle", () => { if ($("trace-panel").open) loadTrace(); });
   $("upload-form").addEventListener("submit", (ev) => { ev.preventDefault(); upload(ev.target); });
   $("docs-more").addEventListener("click", () => loadDocuments(false));
@@ -342,7 +355,7 @@ document.addEventListener("DOMContentLoaded", async () => {
     });
   }
   window.addEventListener("popstate", route);
-  document.addEventListener("keydown", (ev) => { if (ev.key === "Escape" && !$("source-panel").hidden) closeSource(); });
+  document.addEventListener("keydown", (ev) => { if (ev.key === "Escape" && !$("source-panel").hidden) closeSource(true); });
   if (state.key && !(await useKey(state.key))) return;
   route();
 });

@@ -4,13 +4,17 @@
 
 // ---- the trace panel ----------------------------------------------------------------------------
 
+// `head`: column names; a name ending in "~" is a text column that wraps (its share of the width is
+// set in app.css), the others are short values kept on one line
 function table(head, rows) {
-  const t = el("table", { class: head.length > 2 ? "wide" : "" }, el("thead", {}, el("tr", {}, ...head.map((h) => el("th", { scope: "col", text: h })))));
+  const cols = head.map((h) => (h.endsWith("~") ? { name: h.slice(0, -1), cls: "text" } : { name: h, cls: "value" }));
+  const t = el("table", {},
+    el("thead", {}, el("tr", {}, ...cols.map((c) => el("th", { scope: "col", class: c.cls, text: c.name })))));
   const body = el("tbody");
-  for (const r of rows) body.append(el("tr", {}, ...r.map((v) => el("td", { text: String(v) }))));
+  for (const r of rows) body.append(el("tr", {}, ...r.map((v, i) => el("td", { class: cols[i].cls, text: String(v) }))));
   t.append(body);
   // narrow screens scroll the table, never the page
-  return el("div", { class: "scroll", tabindex: "0", role: "region", "aria-label": head.join(", ") }, t);
+  return el("div", { class: "scroll", tabindex: "0", role: "region", "aria-label": cols.map((c) => c.name).join(", ") }, t);
 }
 
 async function loadTrace() {
@@ -21,18 +25,27 @@ async function loadTrace() {
     const t = await (await api("/v1/traces/" + encodeURIComponent(state.traceId))).json();
     box.dataset.loaded = state.traceId;
     const rel = t.relevance || {};
+    const hidden = "(a document you may not read)";
+    // passages are numbered as the answer shows them ([1], [2]); "—" for one the answer does not cite
+    const shown = (numbers) => numbers.length ? numbers.map((n) => "[" + n + "]").join(", ") : "—";
+    const citedAs = new Map((t.context || []).map((h) => [h.n, h.cited_as]));
+    const cites = (v) => v.answer_citations && v.answer_citations.length ? shown(v.answer_citations)
+      : shown(v.citations.map((n) => citedAs.get(n)).filter((n) => n));
     box.append(el("p", { text: "Generator " + t.generator + ", verifier " + t.verifier + ". Relevance " +
       (rel.score !== undefined ? Number(rel.score).toFixed(2) : "?") + " (threshold " + t.threshold + ")" +
       (t.refusal_reason ? ". Refused: " + t.refusal_reason : ".") }));
+    if (t.redacted) box.append(el("p", { class: "muted", text: "Parts of this trace come from documents you may not read; they are left out." }));
     box.append(el("h3", { text: "Time per stage (ms)" }),
       table(["stage", "ms"], Object.entries(t.timings_ms || {}).map(([k, v]) => [k, Number(v).toFixed(1)])));
     box.append(el("h3", { text: "Passages given to the generator" }),
-      table(["n", "source", "heading", "span"], (t.context || []).map((h) => [h.n, h.source, h.heading, h.start + ":" + h.end])));
+      table(["cited as", "source~", "heading~", "span"], (t.context || []).map((h) => h.redacted
+        ? [h.cited_as ? "[" + h.cited_as + "]" : "—", hidden, "", "—"]
+        : [h.cited_as ? "[" + h.cited_as + "]" : "—", h.source, h.heading, h.start + ":" + h.end])));
     const fused = ((t.candidates || {}).fused || []).slice(0, 10);
     box.append(el("h3", { text: "Top candidates after fusion" }),
-      table(["rank", "source", "heading", "score"], fused.map((h, i) => [i + 1, h.source, h.heading, Number(h.score).toFixed(4)])));
+      table(["rank", "source~", "heading~", "score"], fused.map((h, i) => [i + 1, h.redacted ? hidden : h.source, h.heading, Number(h.score).toFixed(4)])));
     box.append(el("h3", { text: "Claim checks" }),
-      table(["sentence", "cites", "supported", "score"], (t.verification || []).map((v) => [v.text, v.citations.join(", "), v.supported ? "yes" : "no", Number(v.score).toFixed(2)])));
+      table(["sentence~", "cites", "supported", "score"], (t.verification || []).map((v) => [v.redacted ? "(left out: written from " + hidden + ")" : v.text, cites(v), v.supported ? "yes" : "no", Number(v.score).toFixed(2)])));
   } catch (e) {
     box.append(el("p", { class: "error", text: "Could not load the trace: " + (e.message || e) }));
   }
