@@ -77,6 +77,11 @@ for pkg in "${!SHA256[@]}"; do
     dpkg -x "$(deb_of "$pkg")" "$DEST"
 done
 
+if [[ ! -f "$DEST/usr/share/doc/openssh-client/copyright" ]]; then
+    echo "no copyright file in the extracted openssh-client package" >&2
+    exit 1
+fi
+
 mkdir -p "$OUT"
 for page in "${PAGES[@]}"; do
     src="$DEST/usr/share/man/$page.gz"
