@@ -72,8 +72,9 @@ UPLOAD_COLLECTION_PREFIX = "uploads/"
 # Bump when parsing or chunking changes what a file turns into, so unchanged files are redone.
 # 2: PDF tables; 3: HTML <th> header rows; 4: man pages in <pre>; 5: <dt> sections; 6: a man page's
 # paragraph that opens with a page's name ("posttls-finger(1) connects ...") is kept; 7: a split
-# table's pieces repeat its caption with its header rows
-PIPELINE_VERSION = "7"
+# table's pieces repeat its caption with its header rows; 8: a manual page rendered to text is read
+# as one (sections and option entries as headings), and a man page's bulleted list is a list
+PIPELINE_VERSION = "8"
 
 
 #: files named one by one whose documents are looked up in one query
