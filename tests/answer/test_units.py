@@ -47,6 +47,17 @@ from citeline.answer.units import is_fragment, leads, never_an_answer, passage_u
             ("Options",),
             [[], ["-i: Incremental mode."], ["-i: Incremental mode.", "Read entries."]],
         ),
+        # an option's name on a line of its own leads its description's sentences
+        (
+            "--no-new-installs\n\nPrevent it from installing new packages. It is the old way.\n\nNote that this",
+            ("Options",),
+            [
+                [],
+                ["--no-new-installs"],
+                ["--no-new-installs", "Prevent it from installing new packages."],
+                [],
+            ],
+        ),
         # a definition's term leads every other unit, before a label
         (
             "smtpd_timeout (default: 300s)\n\nsmtpd_timeout: The time limit. It is in seconds.",

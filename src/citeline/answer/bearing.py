@@ -68,7 +68,8 @@ _IDENTIFIER = re.compile(
 # A unit of measure: of time, size or length, or a one-letter suffix explained ("d (days)")
 _UNIT = re.compile(
     r"\b(?:(?:milli|micro|nano)?seconds?|minutes?|hours?|days?|weeks?|months?|years?|bytes?|"
-    r"[kmgt]i?b(?:ytes)?|kbytes|mbytes|characters?|lines?|bits?|percent|[smhdw] \(|ms|us|ns)\b",
+    r"[kmgt]i?b(?:ytes?)?(?:/s)?|[kmgt]i?byte(?:s|/s)?|kbytes|mbytes|characters?|lines?|bits?|percent|"
+    r"degrees?|radians?|pixels?|points?|[smhdw] \(|ms|us|ns)\b",
     _I,
 )
 

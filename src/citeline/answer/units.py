@@ -266,11 +266,31 @@ def leads(units: Sequence[Unit], text: str, offset: int, trail: Sequence[str]) -
         )
         if not same_paragraph:
             label = unit if unit.kind == "sentence" and _LABEL.match(unit.text) else None
+            # an option's line standing alone above its description ("--no-new-installs", then
+            # "Prevent safe-upgrade from installing any new packages."): the description's
+            # sentences are quoted after it, as after a label
+            if label is None and prev is not None and option_line(prev, units, i - 1, text, offset):
+                label = prev
         antecedent = prev if same_paragraph and _ANAPHORA.match(unit.text) else None
         out.append(
             tuple(dict.fromkeys(u for u in (term, label, antecedent) if u is not None and u is not unit))
         )
     return out
+
+
+# An option or a setting's name on a line of its own: "--no-new-installs", "-o name=value",
+# "Option: Aptitude::Log", "MaxSessions"
+_OPTION_LINE = re.compile(
+    r"^(?:--?[A-Za-z][\w-]*|[A-Za-z][\w.:-]*(?:[_.:-]|[a-z][A-Z])[\w.:-]*|[A-Z][a-z]+[A-Z]\w*)\b"
+)
+
+
+def option_line(unit: Unit, units: Sequence[Unit], i: int, text: str, offset: int) -> bool:
+    """``unit`` (units[i]) is a paragraph of its own that names an option or setting."""
+    if len(unit.text.split()) > TERM_LINE_WORDS or unit.text.rstrip().endswith((".", "!", "?")):
+        return False
+    alone_before = i == 0 or "\n\n" in text[units[i - 1].end - offset : unit.start - offset]
+    return alone_before and _OPTION_LINE.match(unit.text) is not None
 
 
 def never_an_answer(text: str) -> bool:

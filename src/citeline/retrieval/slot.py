@@ -72,7 +72,9 @@ _RULES: tuple[tuple[Attribute, re.Pattern[str]], ...] = (
         re.compile(
             r"\bdefaults?\b|\bout of the box\b|\bif (?:i|you|we) (?:don't|do not|didn't|never) "
             r"(?:set|give|name|specify|configure|change|pass)|\bunless (?:i|you) (?:set|configure|change)|"
-            r"\bif (?:it is |it's )?(?:not set|unset|omitted|left (?:empty|unset))\b|\bwithout (?:any )?"
+            r"\bif (?:it is |it's )?(?:not set|unset|omitted|left (?:empty|unset))\b|"
+            r"\b(?:if|when) (?:none|nothing|no \w+) (?:is|are) (?:given|set|specified|configured|passed)\b|"
+            r"\bunless (?:specified|set|given|configured)\b|\bwithout (?:any )?"
             r"(?:configuration|setting it)\b",
             _I,
         ),
