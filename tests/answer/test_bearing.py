@@ -36,6 +36,16 @@ from citeline.retrieval.slot import asked_slot
         ("Which time unit is assumed without a suffix?", "The default time unit is d (days).", True),
         ("Which option makes it speak LMTP?", "Use -L to speak LMTP instead of SMTP.", True),
         ("Which option makes it speak LMTP?", "It can speak another protocol.", False),
+        # who and when: a name or a date, in a unit that says what was done
+        ("Who won the 2019 Wimbledon ladies' title?", "Simona Halep won the ladies' singles title.", True),
+        ("Who won the 2019 Wimbledon ladies' title?", "Serena Williams will play Johanna Konta.", False),
+        ("When was Splatoon 2 released?", "It was released on July 21, 2017.", True),
+        (
+            "When was Splatoon 2 released?",
+            "A new Splatoon 2 bundle is on the way, Nintendo announced.",
+            False,
+        ),
+        ("When does the city library open?", "The city library opens at 9 am.", True),
         # other questions are not decided by a value
         ("Why does the howto prefer pcre tables?", "They are faster.", True),
     ],

@@ -12,6 +12,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
+from citeline.answer.answer_type import can_answer
 from citeline.answer.units import binding_contexts, chunk_units, never_an_answer
 from citeline.models import Chunk, Hit, Passage
 from citeline.retrieval.slot import Slot
@@ -91,7 +92,23 @@ def states_value(slot: Slot, text: str) -> bool:
         return _NUMBER.search(text) is not None
     if attribute == "which":
         return _IDENTIFIER.search(text) is not None
+    if attribute == "when":
+        return can_answer("date", text) and _says(slot, text)
+    if attribute in ("who", "where"):
+        return _NAME.search(text) is not None and _says(slot, text)
     return True
+
+
+# A name: a capitalised word that does not open the text ("... to Olga Tokarczuk", "by Facebook")
+_NAME = re.compile(r"(?<=[\w,;:)\]] )[A-Z][\w.'-]+|\b[A-Z]{2,}\b")
+
+
+def _says(slot: Slot, text: str) -> bool:
+    """The unit says what was done: one of the question's verb stems ("win" in "wins", "winner")."""
+    if not slot.predicate:
+        return True
+    lowered = text.lower()
+    return any(re.search(rf"\b{re.escape(stem)}", lowered) for stem in slot.predicate)
 
 
 def bound_to_subject(slot: Slot, text: str) -> bool:

@@ -28,13 +28,30 @@ Attribute = Literal[
     "procedure",
     "reason",
     "yesno",
+    "who",
+    "when",
+    "where",
     "other",
 ]
-Kind = Literal["value", "number", "unit", "version", "identifier", "definition", "procedure", "any"]
+Kind = Literal[
+    "value",
+    "number",
+    "unit",
+    "version",
+    "identifier",
+    "definition",
+    "procedure",
+    "name",
+    "date",
+    "place",
+    "any",
+]
 
 #: attributes whose answer is a value a unit either states or does not: when no unit of the
 #: context states one, the documents do not hold the answer, however well the topic matches
-VALUE_ATTRIBUTES: frozenset[str] = frozenset({"default", "maximum", "minimum", "version"})
+VALUE_ATTRIBUTES: frozenset[str] = frozenset(
+    {"default", "maximum", "minimum", "version", "who", "when", "where"}
+)
 
 _KIND: dict[str, Kind] = {
     "default": "value",
@@ -47,6 +64,9 @@ _KIND: dict[str, Kind] = {
     "procedure": "procedure",
     "reason": "any",
     "yesno": "any",
+    "who": "name",
+    "when": "date",
+    "where": "place",
     "other": "any",
 }
 
@@ -79,6 +99,27 @@ _RULES: tuple[tuple[Attribute, re.Pattern[str]], ...] = (
             _I,
         ),
     ),
+    # who did it, when, where: a name, a date or a place, bound to what was done (its verb)
+    (
+        "who",
+        re.compile(
+            r"^\W*who(?:m|se)?\b|\bwhich (?:company|companies|person|people|team|player|country|countries|"
+            r"firm|organi[sz]ation|artist|author|band|university|club|nation)\b",
+            _I,
+        ),
+    ),
+    # "When was it released?" asks for a date; "When do two tables share a connection?" for a
+    # condition, unless it asks when something opens, starts or ends
+    (
+        "when",
+        re.compile(
+            r"^\W*when (?:was|were|did|will|is|are)\b(?!.*\b(?:used|needed|required|allowed|possible)\W*$)|"
+            r"^\W*when (?:does|do)\b.*\b(?:open|close|start|begin|end|finish|expire|happen|occur|take place)\W*$|"
+            r"\bwhat (?:date|day|year|month|time)\b|\bon (?:which|what) (?:date|day)\b",
+            _I,
+        ),
+    ),
+    ("where", re.compile(r"^\W*where\b|\blocation\b|\bin which (?:city|country|place|state|venue)\b", _I)),
     (
         "maximum",
         re.compile(
@@ -166,6 +207,9 @@ class Slot:
     kind: Kind
     #: the identifiers that name the subject, as the question writes them (may be empty)
     subject: tuple[str, ...] = ()
+    #: for who/when/where questions, the stems of what was done ("win" for "Who won ...?"): a
+    #: unit answers only when it says that, not just names someone or a date
+    predicate: tuple[str, ...] = ()
 
     @property
     def wants_value(self) -> bool:
@@ -184,12 +228,22 @@ class Slot:
             "procedure": "how to do it",
             "reason": "why",
             "yesno": "whether it holds",
+            "who": "who",
+            "when": "when",
+            "where": "where",
             "other": "the answer",
         }[self.attribute]
         return f"{what} of {', '.join(self.subject)}" if self.subject else f"{what} asked for"
 
     def to_json(self) -> dict[str, object]:
-        return {"attribute": self.attribute, "kind": self.kind, "subject": list(self.subject)}
+        out: dict[str, object] = {
+            "attribute": self.attribute,
+            "kind": self.kind,
+            "subject": list(self.subject),
+        }
+        if self.predicate:
+            out["predicate"] = list(self.predicate)
+        return out
 
 
 def attribute_of(question: str) -> Attribute:
@@ -218,4 +272,86 @@ def asked_slot(question: str) -> Slot:
     """The slot of ``question`` (its asking part, for a question that first tells a story)."""
     attribute = attribute_of(question)
     kind = "unit" if _UNIT_ASKED.search(question) else _KIND[attribute]
-    return Slot(attribute, kind, subject_of(question))
+    predicate = predicate_of(question) if attribute in ("who", "when", "where") else ()
+    return Slot(attribute, kind, subject_of(question), predicate)
+
+
+# The verbs a who/when/where question is asked with that say nothing of what was done
+_AUXILIARY = frozenset(
+    "is are was were be been being do does did has have had will would shall should can could may might "
+    "must get got the a an of in on at to for by with from".split()
+)
+_IRREGULAR = {
+    "won": "win",
+    "wins": "win",
+    "bought": "buy",
+    "sold": "sell",
+    "took": "take",
+    "became": "become",
+    "made": "make",
+    "held": "hold",
+    "began": "begin",
+    "begun": "begin",
+    "ran": "run",
+    "led": "lead",
+    "left": "leave",
+    "paid": "pay",
+    "built": "build",
+    "gave": "give",
+    "given": "give",
+    "found": "find",
+    "wrote": "write",
+    "written": "write",
+    "sang": "sing",
+    "sung": "sing",
+    "took over": "take over",
+    "born": "bear",
+    "chose": "choose",
+    "chosen": "choose",
+    "beat": "beat",
+    "beaten": "beat",
+}
+_VERB_AFTER = re.compile(
+    r"^\W*(?:who(?:m|se)?|when|where|which \w+)\s+(?:(?:is|are|was|were|will|did|does|do|has|have|had)\s+)?"
+    r"(?:(?:the|a|an)\s+)?(?P<rest>.*)$",
+    _I,
+)
+
+
+def predicate_of(question: str) -> tuple[str, ...]:
+    """The stem of the verb a who/when/where question asks about ("Who won ...?" -> "win",
+    "When was X released?" -> "relea", "Who acquired Instagram?" -> "acqui"): the first word after
+    the question word that ends like a past tense or is a known irregular verb, else the first
+    lower-case word after the subject for "When was X released?"."""
+    m = _VERB_AFTER.match(question)
+    if m is None:
+        return ()
+    words = re.findall(r"[A-Za-z]+", m.group("rest"))
+    for word in words:
+        lowered = word.lower()
+        if lowered in _IRREGULAR:
+            return (_IRREGULAR[lowered], lowered)
+        if (
+            word[0].islower()
+            and lowered not in _AUXILIARY
+            and (lowered.endswith(("ed", "es")) or lowered in _BASE_VERBS)
+        ):
+            return (_stem(lowered),)
+    return ()
+
+
+# Verbs such questions use in their base form ("When does it open?", "Who will host ...?")
+_BASE_VERBS = frozenset(
+    "open close start end win host release launch premiere direct acquire buy sell play lead found "
+    "invent discover write sing star marry die happen begin occur take hold own run announce".split()
+)
+
+
+def _stem(word: str) -> str:
+    """A prefix that the verb's forms and its noun share: "released"/"release" -> "relea",
+    "acquired"/"acquisition" -> "acqui", "opens" -> "open"."""
+    for suffix in ("ied", "ed", "es", "s"):
+        if word.endswith(suffix) and len(word) - len(suffix) >= 3:
+            word = word[: -len(suffix)]
+            break
+    return word[:5]
