@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import os
 import sys
+import warnings
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -24,18 +25,19 @@ from typing import TYPE_CHECKING, Any, TypeGuard, TypeVar
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
 import click
-from rich.console import Console
 from rich.markup import escape
 
 from citeline import terminal
 from citeline.cli_output import (
     JSON_META_KEY,
+    OutputConsole,
     dumps,
     error_json,
     json_option,
     json_requested,
     open_kb,
     print_json,
+    quiet_broken_pipe,
 )
 from citeline.errors import (
     EXIT_INTERNAL,
@@ -59,8 +61,8 @@ LOCAL = Principal.local_admin()
 
 F = TypeVar("F", bound=Callable[..., Any])
 
-out = Console(soft_wrap=True, highlight=False)
-err = Console(stderr=True, highlight=False, soft_wrap=True)
+out = OutputConsole(soft_wrap=True, highlight=False)
+err = OutputConsole(stderr=True, highlight=False, soft_wrap=True)
 
 
 def _kb(ctx: click.Context, create: bool = False, **overrides: Any) -> KnowledgeBase:
@@ -171,6 +173,8 @@ class CitelineGroup(click.Group):
             _fail(ctx, type(exc).__name__, str(exc), exc.exit_code, report)
         except KeyboardInterrupt:
             _fail(ctx, "interrupted", "interrupted", EXIT_INTERRUPTED)
+        except BrokenPipeError:  # `citeline documents | head -1`: the reader has what it wanted
+            quiet_broken_pipe()
         except click.ClickException as exc:
             if not json_requested(ctx):
                 raise
@@ -218,6 +222,20 @@ def _fail(ctx: click.Context, code: str, message: str, exit_code: int, report: o
 def main(ctx: click.Context, index: str) -> None:
     """Ask questions of your documents; every answer sentence cites its source."""
     ctx.obj = {"index": index}
+    warnings.showwarning = _show_warning
+
+
+def _show_warning(
+    message: Warning | str,
+    category: type[Warning],
+    filename: str,
+    lineno: int,
+    file: Any = None,
+    line: str | None = None,
+) -> None:
+    """A warning from citeline or a library is a one-line note for the user, not Python's
+    "file:line: UserWarning" with the source line under it."""
+    err.print(f"[yellow]note:[/yellow] {_n(message)}")
 
 
 @main.command()
@@ -421,6 +439,9 @@ def ask(
     else:
         print_answer(answer)
     trace = kb.trace(answer.trace_id) if explain and answer.trace_id else None
+    if explain and trace is None:
+        why = "the index is read-only here" if kb.store.read_only else "trace = false, or it was not written"
+        err.print(f"[yellow]note:[/yellow] no trace was stored for this answer ({why})")
     if trace is not None:
         err.print("\n[bold]Trace[/bold]")
         click.echo(dumps(trace.to_json()), err=True)

@@ -19,7 +19,7 @@ from citeline.answer.generators.base import Generator
 from citeline.components import Components, open_store
 from citeline.errors import AccessError, DocumentNotFoundError, InvalidQuestionError
 from citeline.index.base import Problem, Store
-from citeline.models import DEFAULT_COLLECTION, Answer, Document, Hit
+from citeline.models import DEFAULT_COLLECTION, Answer, Document, Hit, utf8_name
 from citeline.retrieval.filters import Filter, Principal
 from citeline.retrieval.hybrid import Retrieval
 from citeline.retrieval.query import analyze
@@ -257,6 +257,8 @@ class KnowledgeBase:
     def document(self, source_or_id: str, principal: Principal | None = None) -> Document:
         """A document by id, source or file path, if the principal may read it."""
         flt = access_filter(principal, None)
+        if not utf8_name(source_or_id):
+            raise DocumentNotFoundError(source_or_id)  # a name that is not UTF-8 is never a source
         doc = (
             self.store.get_document(source_or_id)
             or self.store.find_document(Path(source_or_id).as_posix())

@@ -49,6 +49,18 @@ class ParsedDocument:
 DEFAULT_COLLECTION = "default"
 
 
+def utf8_name(name: str) -> bool:
+    """Whether a name (a source, a file name) is valid UTF-8. Python decodes each byte of a file
+    name that is not as a lone surrogate (U+DC80..U+DCFF), which no UTF-8 text or database holds."""
+    if name.isascii():
+        return True
+    try:
+        name.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
 def document_id_for(collection: str, source: str) -> str:
     """A document's id: its collection and its source path relative to the collection's root.
 
