@@ -414,6 +414,8 @@ def print_answer(answer: Answer) -> None:
         out.print("\n[bold]Sources[/bold]")
     for c in answer.citations:
         page = f", page {c.page}" if c.page else ""
+        if c.page_label and c.page_label != str(c.page):  # what is printed on the page (PDF labels)
+            page += f" (printed page {_n(c.page_label)})"
         out.print(
             f"[{c.n}] {_n(c.source)}{page} — {_n(c.heading or c.title)} [dim](chars {c.start}:{c.end})[/dim]"
         )

@@ -194,6 +194,10 @@ class Citation:
     chunk_id: str
     quote_start: int
     quote_end: int
+    #: the labels printed on ``page`` and ``page_end`` (a PDF's /PageLabels: "ix", "9"), when the
+    #: document has them (citeline.page_labels); ``page`` is always the page's place in the file
+    page_label: str | None = None
+    page_end_label: str | None = None
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -203,6 +207,8 @@ class Citation:
             "title": self.title,
             "page": self.page,
             "page_end": self.page_end,
+            "page_label": self.page_label,
+            "page_end_label": self.page_end_label,
             "heading": self.heading,
             "start": self.start,
             "end": self.end,

@@ -18,6 +18,8 @@ from test_formats_e2e import _docx, _html, _pdf
 from .test_html import PAGE as HTML_PAGE
 from .test_manpage import NAMED_PAGE
 from .test_manpage import PAGE as MAN_PAGE
+from .test_markdown import API_PAGE
+from .test_pdf_labels import handbook
 
 SAMPLES = Path(__file__).resolve().parents[2] / "samples"
 
@@ -25,15 +27,19 @@ SAMPLES = Path(__file__).resolve().parents[2] / "samples"
 # chunking changed what files turn into: bump PIPELINE_VERSION (ingest/pipeline.py, with a note of
 # what changed) and add the new version's fingerprint here.
 FINGERPRINTS = {
-    "6": "52cf1680217bdc03",
+    "6": "52cf1680217bdc03",  # before the corpus held HTML inside Markdown and a labelled PDF
+    "7": "88a85284e9763196",
 }
 
 
 def _corpus(folder: Path) -> list[Path]:
     """Every format the parsers read: the bundled samples (Markdown, text), a PDF, a DOCX, HTML
-    with structure, and a manual page in <pre>."""
+    with structure, a manual page in <pre>, Markdown with HTML comments and an HTML table, and a
+    PDF with a title page, printed page labels and accents drawn apart."""
     files = sorted(SAMPLES.iterdir())
     _pdf(folder / "pump.pdf")
+    (folder / "api.md").write_text(API_PAGE, encoding="utf-8")
+    (folder / "handbook.pdf").write_bytes(handbook())
     _docx(folder / "travel.docx")
     _html(folder / "office.html")
     (folder / "page.html").write_bytes(HTML_PAGE)

@@ -71,8 +71,10 @@ UPLOAD_COLLECTION_PREFIX = "uploads/"
 
 # Bump when parsing or chunking changes what a file turns into, so unchanged files are redone.
 # 2: PDF tables; 3: HTML <th> header rows; 4: man pages in <pre>; 5: <dt> sections; 6: a man page's
-# paragraph that opens with a page's name ("posttls-finger(1) connects ...") is kept
-PIPELINE_VERSION = "6"
+# paragraph that opens with a page's name ("posttls-finger(1) connects ...") is kept; 7: Markdown's
+# HTML comments left out and raw HTML tables stored as pipe tables, a PDF's title from its first page
+# when its first heading is a numbered section, its printed page labels kept, its accents composed
+PIPELINE_VERSION = "7"
 
 
 #: files named one by one whose documents are looked up in one query
