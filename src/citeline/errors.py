@@ -6,7 +6,8 @@ Exit codes of the ``citeline`` command (README, "Exit codes"):
 * 1 ``EXIT_ERROR``: an error; nothing (more) was done (the message says why).
 * 2 ``EXIT_USAGE``: a usage error: an unknown option, a bad value, a path that does not exist.
 * 3 ``EXIT_PARTIAL``: some files failed (the others were done; the summary says which).
-* 4 ``EXIT_UNAVAILABLE``: the index could not be written: busy (another writer), read-only, disk full.
+* 4 ``EXIT_UNAVAILABLE``: the index could not be written: busy (another writer), read-only, disk full;
+  or the Ray cluster of ``--workers`` cannot be reached or refuses this client now.
 * 70 ``EXIT_INTERNAL``: a bug (CITELINE_DEBUG=1 prints the traceback).
 * 130: interrupted (Ctrl-C).
 * 141: the reader of the output went away (``citeline documents | head -1``): nothing is printed,
@@ -147,6 +148,13 @@ class UsageError(CitelineError):
 class IndexUnavailableError(CitelineError):
     """The index cannot be written now: another writer holds it, it is read-only, or the disk is
     full. Nothing was half-written; the command can be run again once the cause is gone."""
+
+    exit_code = EXIT_UNAVAILABLE
+
+
+class WorkersUnavailableError(CitelineError):
+    """The Ray cluster given to ``--workers`` cannot be reached or refuses this client (no token,
+    another token); nothing was added. The message names the address and what to check."""
 
     exit_code = EXIT_UNAVAILABLE
 
