@@ -169,7 +169,7 @@ class CitelineGroup(click.Group):
         except CitelineError as exc:
             report = getattr(exc, "report", None)
             if _is_ingest_report(report) and not json_requested(ctx):
-                _print_report(report)  # what was done before the index could not be written
+                _print_report(report, stopped=True)  # what was done before the index could not be written
             _fail(ctx, type(exc).__name__, str(exc), exc.exit_code, report)
         except KeyboardInterrupt:
             _fail(ctx, "interrupted", "interrupted", EXIT_INTERRUPTED)
@@ -327,7 +327,9 @@ def add_exit_code(report: IngestReport) -> int:
     return EXIT_OK
 
 
-def _print_report(report: IngestReport) -> None:
+def _print_report(report: IngestReport, stopped: bool = False) -> None:
+    """The report: each file that failed or was skipped, the notes, and the summary line (after an
+    error: what was done before it, the error's message saying what was not)."""
     for source, reason in report.failed:
         err.print(f"[yellow]failed:[/yellow] {_n(source)}: {_n(reason)}")
     for source, reason in report.skipped:
@@ -338,7 +340,7 @@ def _print_report(report: IngestReport) -> None:
         err.print(f"[yellow]missing:[/yellow] {_n(source)} (its file is gone; kept)")
     for note in report.notes:
         err.print(f"[yellow]note:[/yellow] {_n(note)}")
-    out.print(report.summary())
+    out.print(f"before the error: {report.summary()}" if stopped else report.summary())
 
 
 @main.command()

@@ -174,6 +174,16 @@ def prepare(job: FileJob, chunker: Chunker, signature: str, settings: Settings) 
     )
 
 
+def finish_store(store: Store, report: IngestReport) -> None:
+    """After an add: the store's derived index whole again (PostgreSQL's HNSW index, which a bulk
+    load that was interrupted leaves missing), said in the report's notes when it was not."""
+    ensure = getattr(store, "ensure_vector_index", None)
+    if ensure is not None and ensure():
+        report.notes.append(
+            "the vector index (HNSW) was missing, as an interrupted bulk load leaves it: it was built again"
+        )
+
+
 def _groups(items: Iterable[Found], n: int) -> Iterator[list[Found]]:
     it = iter(items)
     while group := list(itertools.islice(it, n)):
@@ -288,9 +298,12 @@ class Ingestor:
                     known=known,
                     processed=done,
                 )
+            finish_store(self.store, report)
         except IndexUnavailableError as exc:
+            report.note_meanwhile()
             exc.report = report  # type: ignore[attr-defined]
             raise
+        report.note_meanwhile()
         written = (*report.added, *report.updated, *report.removed, *report.retagged)
         self.stored_memo.written(self.store, collection, written, start)
         return report
