@@ -172,12 +172,14 @@ class Components:
             if isinstance(self.generator, ExtractiveGenerator)
             else ExtractiveGenerator(self.embedder, min_score=self._settings.min_answer_score)
         )
+        # A read-only index answers without writing a trace, rather than failing to write one.
+        settings = self._settings.replace(trace=False) if self._store.read_only else self._settings
         return Answerer(
             self._store,
             self.retriever(),
             self.generator,
             self.verifier,
-            self._settings,
+            settings,
             self.reranker,
             reader=self.reader,
             floor=floor,

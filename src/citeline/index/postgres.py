@@ -15,7 +15,7 @@ from __future__ import annotations
 import threading
 from collections import OrderedDict
 from collections.abc import Iterable, Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -25,7 +25,7 @@ from psycopg_pool import ConnectionPool, PoolTimeout
 from citeline.errors import CitelineError, EmbedderMismatchError
 from citeline.index.base import DocumentWrite, EmbedderInfo, Problem, Vector
 from citeline.index.postgres_docs import PostgresDocuments
-from citeline.index.postgres_records import unreachable_error
+from citeline.index.postgres_records import login_error, unreachable_error
 from citeline.index.postgres_schema import SCHEMA_VERSION, TABLES, hnsw_index_sql, open_schema
 from citeline.index.postgres_text import as_array, tokenizer
 from citeline.models import Chunk, Document
@@ -81,8 +81,9 @@ class PostgresStore(PostgresDocuments):
         except (psycopg.Error, PoolTimeout) as exc:
             self.pool.close()
             # a server that is down, starting or restarting: exit code 4, run again (README)
+            refused = login_error(exc, self.url, self.location)  # exit code 1: will not pass later
             unreachable = unreachable_error(exc, self.url, self.location)
-            raise (unreachable or _error(self.url, exc)) from None
+            raise (refused or unreachable or _error(self.url, exc)) from None
         except BaseException:
             self.pool.close()
             raise
@@ -126,12 +127,31 @@ class PostgresStore(PostgresDocuments):
             conn.execute("DROP INDEX IF EXISTS chunks_embedding_hnsw")
         try:
             yield
-        finally:
-            dim = self._dim()
-            if dim:
-                with self._write() as conn:
-                    conn.execute("SET LOCAL maintenance_work_mem = '512MB'")
-                    conn.execute(hnsw_index_sql(dim))
+        except BaseException:
+            # the load stopped (the server went away, an error, ^C): build the index if the server
+            # still lets us, without hiding why the load stopped; else the next add builds it
+            with suppress(CitelineError, psycopg.Error, PoolTimeout):
+                self.ensure_vector_index()
+            raise
+        self.ensure_vector_index()
+
+    def ensure_vector_index(self) -> bool:
+        """Build the HNSW index when it is missing (a bulk load that was interrupted); True when it
+        was built. Every add ends with it: a re-add after an interrupted load leaves it whole."""
+        dim = self._dim()
+        if not dim:
+            return False
+        with self._read() as conn:
+            present = conn.execute(
+                "SELECT 1 FROM pg_class WHERE relname = 'chunks_embedding_hnsw' "
+                "AND relnamespace = current_schema()::regnamespace"
+            ).fetchone()
+        if present is not None:
+            return False
+        with self._write() as conn:
+            conn.execute("SET LOCAL maintenance_work_mem = '512MB'")
+            conn.execute(hnsw_index_sql(dim))
+        return True
 
     # -- index metadata -------------------------------------------------------------------------
 
@@ -167,12 +187,12 @@ class PostgresStore(PostgresDocuments):
         vectors: Mapping[str, Vector],
         page_starts: Sequence[int] = (),
         original: bytes | None = None,
-    ) -> None:
-        self.replace_documents(
+    ) -> bool:
+        return document.id in self.replace_documents(
             [DocumentWrite(document, text, tuple(chunks), vectors, tuple(page_starts), original)]
         )
 
-    def replace_documents(self, writes: Sequence[DocumentWrite]) -> None:
+    def replace_documents(self, writes: Sequence[DocumentWrite]) -> frozenset[str]:
         from citeline.index.postgres_write import write_documents
 
         name = self.meta("embedder")
@@ -180,8 +200,9 @@ class PostgresStore(PostgresDocuments):
             raise CitelineError("Bind an embedder to the index before adding documents.")
         token_lists = tokenizer().tokenize([c.index_text for w in writes for c in w.chunks])
         with self._write() as conn:
-            chunks, tokens = write_documents(conn, name, writes, token_lists)
+            chunks, tokens, existed = write_documents(conn, name, writes, token_lists)
             self._bump(conn, chunks, tokens)
+        return existed
 
     def update_access(self, document_id: str, tags: Mapping[str, str], acl: Iterable[str]) -> None:
         with self._write() as conn:

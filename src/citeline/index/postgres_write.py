@@ -66,8 +66,9 @@ def write_documents(
     embedder: str,
     writes: Sequence[DocumentWrite],
     tokens: Sequence[Sequence[str]],
-) -> tuple[int, int]:
-    """Replace each document of ``writes`` whole; the change in (chunks, tokens).
+) -> tuple[int, int, frozenset[str]]:
+    """Replace each document of ``writes`` whole; the change in (chunks, tokens), and the ids of the
+    documents that were there (by id, or by collection and source).
 
     ``tokens``: each chunk's FTS5 tokens, in the order of the writes' chunks (stored as a tsvector
     for GIN, term frequencies for BM25, and their count). Raises CitelineError (and the caller's
@@ -205,4 +206,5 @@ def write_documents(
                 for lexeme, tf in Counter(chunk_tokens).items():
                     copy.write_row((w.document.id, lexeme, seqs[c.id], tf, len(chunk_tokens)))
     _collect_garbage(conn, old_hashes - needed, old_contents - {d.content_hash for d in docs})
-    return len(chunk_rows) - old_chunks, new_tokens - old_tokens
+    existed = frozenset(d.id for d in docs if d.id in added or (d.collection, d.source) in added)
+    return len(chunk_rows) - old_chunks, new_tokens - old_tokens, existed

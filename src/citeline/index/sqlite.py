@@ -18,7 +18,14 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from citeline.errors import CitelineError, EmbedderMismatchError, NotAnIndexError, SchemaTooNewError
+from citeline.errors import (
+    CitelineError,
+    EmbedderMismatchError,
+    IndexFolderError,
+    NotAnIndexError,
+    SchemaTooNewError,
+    folder_error_reason,
+)
 from citeline.index.base import EmbedderInfo, Problem, StoredFile, Vector
 from citeline.index.dense import DenseMatrix
 from citeline.index.engines import Engines, EngineSettings, engines_present
@@ -126,6 +133,12 @@ class SqliteStore(SqliteWrites):
     # -- opening -----------------------------------------------------------------------------
 
     def _check_folder(self, create: bool) -> None:
+        try:
+            self._check_folder_entries(create)
+        except OSError as exc:  # a file in the path, a read-only place, no permission
+            raise IndexFolderError(str(self.folder), folder_error_reason(exc)) from exc
+
+    def _check_folder_entries(self, create: bool) -> None:
         if self.folder.exists() and not self.folder.is_dir():
             raise NotAnIndexError(str(self.folder), "it is a file, not a folder")
         if self.path.exists():

@@ -70,20 +70,25 @@ class SqliteWrites(SqliteSearch):
         vectors: Mapping[str, Vector],
         page_starts: Sequence[int] = (),
         original: bytes | None = None,
-    ) -> None:
-        self.replace_documents([DocumentWrite(document, text, chunks, vectors, page_starts, original)])
+    ) -> bool:
+        write = DocumentWrite(document, text, chunks, vectors, page_starts, original)
+        return document.id in self.replace_documents([write])
 
-    def replace_documents(self, writes: Sequence[DocumentWrite]) -> None:
+    def replace_documents(self, writes: Sequence[DocumentWrite]) -> frozenset[str]:
         name = self.meta("embedder")
         if name is None:
             raise CitelineError("Bind an embedder to the index before adding documents.")
+        existed = set()
         with self._lock, transaction(self.conn):
             for write in writes:
-                self._replace(name, write)
+                if self._replace(name, write):
+                    existed.add(write.document.id)
             self._bump_generation()
         self._after_write()
+        return frozenset(existed)
 
-    def _replace(self, name: str, write: DocumentWrite) -> None:
+    def _replace(self, name: str, write: DocumentWrite) -> bool:
+        """Write one document in place of what it replaces; True when it replaced one."""
         document, chunks, vectors = write.document, write.chunks, write.vectors
         now = time.time()
         olds = self.conn.execute(
@@ -163,6 +168,7 @@ class SqliteWrites(SqliteSearch):
         if missing:
             raise CitelineError(f"{document.source}: {missing} chunks have no vector; nothing was changed.")
         self._gc_embeddings(old_hashes, [r[1] for r in olds if r[1] != document.content_hash])
+        return old is not None
 
     def _remove(
         self, document_id: str, collection: str | None = None, source: str | None = None
