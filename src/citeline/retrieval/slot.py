@@ -120,6 +120,19 @@ _RULES: tuple[tuple[Attribute, re.Pattern[str]], ...] = (
         ),
     ),
     ("where", re.compile(r"^\W*where\b|\blocation\b|\bin which (?:city|country|place|state|venue)\b", _I)),
+    ("meaning", re.compile(r"\bwhat kind of\b|\bwhat happens\b", _I)),
+    (
+        "which",
+        re.compile(
+            r"\b(?:which|what)\s+(?:(?!(?:does|do|did|is|are|was|were)\b)\S+\s+){0,2}?(?:options?|settings?|parameters?|commands?|flags?|"
+            r"variables?|functions?|files?|directives?|keys?|keywords?|tools?|programs?|daemons?|"
+            r"methods?|class(?:es)?|attributes?|fields?|arguments?|propert(?:y|ies)|modules?|tables?|"
+            r"librar(?:y|ies)|packages?|headers?|signals?|groups?|accounts?|services?|macros?|"
+            r"features?|endpoints?|env(?:ironment)? variables?|switch(?:es)?|subcommands?|"
+            r"utilit(?:y|ies)|action|argument|syntax)\b",
+            _I,
+        ),
+    ),
     (
         "maximum",
         re.compile(
@@ -141,19 +154,6 @@ _RULES: tuple[tuple[Attribute, re.Pattern[str]], ...] = (
             r"\bhow (?:long|many|much|often|big|large|small|fast|far|old|wide)\b|"
             r"\b(?:what|which) (?:\w+ )?(?:size|port|number|timeout|interval|percentage|amount|"
             r"time unit|unit|exit status|exit code|status code|length|duration|delay|period)\b",
-            _I,
-        ),
-    ),
-    ("meaning", re.compile(r"\bwhat kind of\b|\bwhat happens\b", _I)),
-    (
-        "which",
-        re.compile(
-            r"\b(?:which|what)\s+(?:(?!(?:does|do|did|is|are|was|were)\b)\S+\s+){0,2}?(?:options?|settings?|parameters?|commands?|flags?|"
-            r"variables?|functions?|files?|directives?|keys?|keywords?|tools?|programs?|daemons?|"
-            r"methods?|class(?:es)?|attributes?|fields?|arguments?|propert(?:y|ies)|modules?|tables?|"
-            r"librar(?:y|ies)|packages?|headers?|signals?|groups?|accounts?|services?|macros?|"
-            r"features?|endpoints?|env(?:ironment)? variables?|switch(?:es)?|subcommands?|"
-            r"utilit(?:y|ies)|action|argument|syntax|values?)\b",
             _I,
         ),
     ),
