@@ -58,6 +58,7 @@ from citeline.retrieval.slot import asked_slot
         ("When do several ldap: tables share one connection?", "other", "any", []),
         ("When is the -x option needed?", "other", "any", ["-x"]),
         ("Super Bowl 2021 location", "where", "place", []),
+        ("Who won the women's singles U.S. Open in 2021?", "who", "name", []),  # "U.S" is no name
         # a version named in passing is not the subject
         ("How do I read a file in Node 18 with fs.readFile?", "procedure", "procedure", ["fs.readFile"]),
         ("What is `sync.batch_size` for?", "meaning", "definition", ["sync.batch_size"]),
@@ -114,6 +115,8 @@ def test_a_version_named_in_passing_is_a_qualifier_not_a_code(
         ("Who acquired Instagram?", ("acqui",)),
         ("When does the city library open?", ("open",)),
         ("Who is the director of the Avatar movie?", ()),  # no verb: any name about Avatar
+        ("Who is the lead actress in La La Land?", ()),  # "lead" is no verb after "is the"
+        ("Who was the first person awarded the prize?", ("award",)),
     ],
 )
 def test_who_and_when_questions_name_what_was_done(question: str, predicate: tuple[str, ...]) -> None:

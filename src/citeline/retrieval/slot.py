@@ -196,6 +196,8 @@ _SUBJECT = re.compile(
 # subject (retrieval/query.py reads it, relevance.py decides whether it must be present)
 _VERSION_LIKE = re.compile(r"^v?\d+(?:\.\d+)*[a-z]?$", _I)
 # A file name's extension or an email address is not a subject on its own
+# "U.S", "e.g", "i.e": single letters with dots are an abbreviation, not a dotted name
+_ABBREVIATION = re.compile(r"^(?:[A-Za-z]\.)+[A-Za-z]?$")
 _NOT_SUBJECT = re.compile(r"^(?:e\.g|i\.e|etc|vs)$|@", _I)
 
 
@@ -258,7 +260,12 @@ def subject_of(question: str) -> tuple[str, ...]:
     found: list[str] = []
     for m in _SUBJECT.finditer(question):
         word = next(g for g in m.groups() if g is not None).strip(".,;:")
-        if len(word) < 2 or _VERSION_LIKE.match(word) or _NOT_SUBJECT.search(word):
+        if (
+            len(word) < 2
+            or _VERSION_LIKE.match(word)
+            or _NOT_SUBJECT.search(word)
+            or _ABBREVIATION.match(word)
+        ):
             continue
         found.append(word)
     return tuple(dict.fromkeys(found))
@@ -312,8 +319,8 @@ _IRREGULAR = {
     "beaten": "beat",
 }
 _VERB_AFTER = re.compile(
-    r"^\W*(?:who(?:m|se)?|when|where|which \w+)\s+(?:(?:is|are|was|were|will|did|does|do|has|have|had)\s+)?"
-    r"(?:(?:the|a|an)\s+)?(?P<rest>.*)$",
+    r"^\W*(?:who(?:m|se)?|when|where|which \w+)\s+(?:(?P<aux>is|are|was|were|will|did|does|do|has|have|had)\s+)?"
+    r"(?P<article>(?:the|a|an)\s+)?(?P<rest>.*)$",
     _I,
 )
 
@@ -331,11 +338,11 @@ def predicate_of(question: str) -> tuple[str, ...]:
         lowered = word.lower()
         if lowered in _IRREGULAR:
             return (_IRREGULAR[lowered], lowered)
-        if (
-            word[0].islower()
-            and lowered not in _AUXILIARY
-            and (lowered.endswith(("ed", "es")) or lowered in _BASE_VERBS)
-        ):
+        # after an article the words are a noun phrase ("Who is the lead actress"): only a
+        # past participle there is a verb ("Who was the first person awarded ...")
+        copula = (m.group("aux") or "").lower() in ("is", "are", "was", "were")
+        base = lowered in _BASE_VERBS and not (copula and m.group("article"))
+        if word[0].islower() and lowered not in _AUXILIARY and (lowered.endswith(("ed", "es")) or base):
             return (_stem(lowered),)
     return ()
 
