@@ -75,14 +75,16 @@ def passage_units(text: str, offset: int = 0, table_header: str = "") -> list[Un
 def chunk_units(chunk: Chunk) -> list[Unit]:
     """The units of a chunk; a piece of a split table reads its rows under the header row that
     its indexed text repeats (chunking.py)."""
-    header = ""
-    if chunk.text.lstrip().startswith("|") and chunk.index_text.endswith(chunk.text):
-        before = chunk.index_text[: len(chunk.index_text) - len(chunk.text)].rstrip("\n").split("\n")
-        rows = [
-            line for line in before if line.lstrip().startswith("|") and not _TABLE_SEP.match(line.strip())
-        ]
-        header = rows[-1] if rows else ""
-    return passage_units(chunk.text, chunk.start, header)
+    return passage_units(chunk.text, chunk.start, table_header(chunk))
+
+
+def table_header(chunk: Chunk) -> str:
+    """The header row a piece of a split table repeats in its indexed text ("" for any other chunk)."""
+    if not (chunk.text.lstrip().startswith("|") and chunk.index_text.endswith(chunk.text)):
+        return ""
+    before = chunk.index_text[: len(chunk.index_text) - len(chunk.text)].rstrip("\n").split("\n")
+    rows = [line for line in before if line.lstrip().startswith("|") and not _TABLE_SEP.match(line.strip())]
+    return rows[-1] if rows else ""
 
 
 def _units(doc_text: str, table_header: list[str] | None = None) -> list[Unit]:
@@ -186,10 +188,12 @@ INTRODUCED_CHARS = 800
 
 
 def _introduced(unit: Unit) -> bool:
-    """Material a lead-in introduces: code, a list item, a table row, or a line that is not a
-    sentence (a command written on its own line has no full stop)."""
-    if unit.kind in ("code", "item", "row"):
+    """Material a lead-in introduces: code, a list item, or a line that is not a sentence (a
+    command written on its own line has no full stop)."""
+    if unit.kind in ("code", "item"):
         return True
+    if unit.kind == "row":
+        return False  # a table's rows stay units of their own, each read under its header
     return unit.kind == "sentence" and not unit.text.rstrip().endswith((".", "!", "?", ";"))
 
 
