@@ -46,6 +46,14 @@ from citeline.retrieval.slot import asked_slot
             False,
         ),
         ("When does the city library open?", "The city library opens at 9 am.", True),
+        # advice: a value the documents recommend, not any value
+        ("What cache size is recommended for a 10 TB repository?", "A good starting point is 2G.", True),
+        (
+            "What cache size is recommended for a 10 TB repository?",
+            "It sets the number of cached chunks.",
+            False,
+        ),
+        ("What cache size is recommended for a 10 TB repository?", "The default is 1 GB.", False),
         # other questions are not decided by a value
         ("Why does the howto prefer pcre tables?", "They are faster.", True),
     ],

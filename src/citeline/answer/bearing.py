@@ -92,11 +92,24 @@ def states_value(slot: Slot, text: str) -> bool:
         return _NUMBER.search(text) is not None
     if attribute == "which":
         return _IDENTIFIER.search(text) is not None
+    if attribute == "recommended":
+        return (
+            _ADVICE.search(text) is not None
+            and (_NUMBER.search(text) or _IDENTIFIER.search(text)) is not None
+        )
     if attribute == "when":
         return can_answer("date", text) and _says(slot, text)
     if attribute in ("who", "where"):
         return _NAME.search(text) is not None and _says(slot, text)
     return True
+
+
+# Advice: "we recommend", "a good starting point is 2G", "should be set to", "typically"
+_ADVICE = re.compile(
+    r"\brecommend\w*|\bsuggest\w*|\bshould\b|\badvis\w*|\bbest\b|\bgood\b|\bideal\w*|\boptimal\w*|"
+    r"\btypical\w*|\breasonable\b|\bsensible\b|\bstarting point\b|\brule of thumb\b|\bpreferabl\w*",
+    _I,
+)
 
 
 # A name: a capitalised word that does not open the text ("... to Olga Tokarczuk", "by Facebook")

@@ -28,6 +28,7 @@ Attribute = Literal[
     "procedure",
     "reason",
     "yesno",
+    "recommended",
     "who",
     "when",
     "where",
@@ -50,7 +51,7 @@ Kind = Literal[
 #: attributes whose answer is a value a unit either states or does not: when no unit of the
 #: context states one, the documents do not hold the answer, however well the topic matches
 VALUE_ATTRIBUTES: frozenset[str] = frozenset(
-    {"default", "maximum", "minimum", "version", "who", "when", "where"}
+    {"default", "maximum", "minimum", "version", "recommended", "who", "when", "where"}
 )
 
 _KIND: dict[str, Kind] = {
@@ -64,6 +65,7 @@ _KIND: dict[str, Kind] = {
     "procedure": "procedure",
     "reason": "any",
     "yesno": "any",
+    "recommended": "value",
     "who": "name",
     "when": "date",
     "where": "place",
@@ -75,6 +77,7 @@ _I = re.IGNORECASE
 # before a default ("Since which release is X the default?" asks for the release), a default
 # before a limit ("How many ... by default?" is answered where the default is stated).
 _RULES: tuple[tuple[Attribute, re.Pattern[str]], ...] = (
+    ("reason", re.compile(r"^\W*why\b|\bwhat is the reason\b|\bfor what reason\b", _I)),
     (
         "version",
         re.compile(
@@ -84,6 +87,17 @@ _RULES: tuple[tuple[Attribute, re.Pattern[str]], ...] = (
             r"support|brought|remov|deprecat|need|requir|chang)|"
             r"\bwhen was\b[^?]*\b(?:added|introduced|deprecated|removed|first)\b|"
             r"\bfirst (?:appear|introduc|ship|add)",
+            _I,
+        ),
+    ),
+    # a value advised for a case ("What X should I use for 30,000 users?", "What value is
+    # recommended?"): answered only where the documents advise one, not by the default
+    (
+        "recommended",
+        re.compile(
+            r"\b(?:is|are|was|were) (?:\w+ )?recommended\b|\brecommended (?:for|value|setting|size)\b|"
+            r"\bshould (?:i|we|you|one) (?:use|set|pick|choose|allow|give|configure|start with)\b|"
+            r"\btypically use\b|\bsuggest(?:s|ed)?\b|\b(?:best|ideal|optimal|good) (?:value|setting|size)\b",
             _I,
         ),
     ),
@@ -157,7 +171,6 @@ _RULES: tuple[tuple[Attribute, re.Pattern[str]], ...] = (
             _I,
         ),
     ),
-    ("reason", re.compile(r"^\W*why\b|\bwhat is the reason\b|\bfor what reason\b", _I)),
     (
         "meaning",
         re.compile(
@@ -230,6 +243,7 @@ class Slot:
             "procedure": "how to do it",
             "reason": "why",
             "yesno": "whether it holds",
+            "recommended": "a recommended value",
             "who": "who",
             "when": "when",
             "where": "where",
