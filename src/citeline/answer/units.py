@@ -297,6 +297,11 @@ def option_line(unit: Unit, units: Sequence[Unit], i: int, text: str, offset: in
     return alone_before and _OPTION_LINE.match(unit.text) is not None
 
 
+def points_back(text: str) -> bool:
+    """A unit that opens by pointing back ("This proportion is 500.", "Otherwise, ...")."""
+    return _ANAPHORA.match(text) is not None
+
+
 def never_an_answer(text: str) -> bool:
     """Units no answer quotes, however well they match the question: the refusal sentence or a
     paraphrase of it (a document that says it must not turn into an unrefused refusal), a question
