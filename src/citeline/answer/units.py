@@ -183,7 +183,8 @@ _LEAD_IN = re.compile(
     r"as|e\.g\.|example|like this|this|these))\s*$",
     re.IGNORECASE,
 )
-INTRODUCED_UNITS = 10  # at most this many items, rows or lines go with their lead-in
+INTRODUCED_UNITS = 10  # at most this many lines or items go with their lead-in ...
+SHORT_LIST = 4  # ... and a list only when it has at most this many items
 INTRODUCED_CHARS = 800
 
 
@@ -217,7 +218,15 @@ def with_introduced(units: list[Unit], doc_text: str) -> list[Unit]:
                 and (j == i + 1 or units[j].kind == units[i + 1].kind)
             ):
                 j += 1
-        if j > i + 1:
+        # a long list stays items of their own ("--retries=N (default: 3)" answers alone, read
+        # under its lead-in: binding_contexts), as does a list cut short by the limits above
+        listed = j > i + 1 and units[i + 1].kind == "item"
+        cut = (
+            j < len(units) and _introduced(units[j]) and units[j].kind == units[i + 1].kind
+            if j > i + 1
+            else False
+        )
+        if j > i + 1 and not (listed and (j - i - 1 > SHORT_LIST or cut)):
             body = [u.text for u in units[i + 1 : j]]
             out.append(Unit(unit.start, units[j - 1].end, "\n".join([unit.text, *body]), "lead"))
         else:
@@ -305,10 +314,12 @@ def points_back(text: str) -> bool:
 def never_an_answer(text: str) -> bool:
     """Units no answer quotes, however well they match the question: the refusal sentence or a
     paraphrase of it (a document that says it must not turn into an unrefused refusal), a question
-    (an FAQ's question is not its own answer) and a short pointer elsewhere ("See IGNORE for a
-    silent alternative.")."""
+    (an FAQ's question is not its own answer), a short pointer elsewhere ("See IGNORE for a
+    silent alternative.") and a lead-in without what it introduces."""
     if near_refusal(text) or text.rstrip().endswith("?"):
         return True
+    if _LEAD_IN.search(text):
+        return True  # a lead-in left without what it introduces ("... with the following options:")
     return _POINTER.match(text) is not None and len(text.split()) <= POINTER_WORDS
 
 
