@@ -11,7 +11,6 @@ import functools
 import hashlib
 import os
 import threading
-from collections import OrderedDict
 from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -20,6 +19,7 @@ import numpy as np
 import numpy.typing as npt
 
 from citeline.embedding.base import Vectors
+from citeline.embedding.tokenized import WINDOW, TokenizedTexts
 from citeline.errors import ConfigError
 
 if TYPE_CHECKING:
@@ -110,15 +110,7 @@ class CpuSession:
         return self._session.run(outputs, feeds)
 
 
-#: encodings kept from count_tokens for embed() to reuse (the chunker counts, then the same texts
-#: are often embedded: semantic chunking's sentences, chunks that are one block)
-ENCODING_CACHE = 4096
-#: texts tokenized and sorted together in embed() and count_tokens(): sorting a few thousand texts
-#: by length already pads little, and memory stays bounded on large files
-WINDOW = 4096
-
-
-class OnnxEmbedder:
+class OnnxEmbedder(TokenizedTexts):
     """Runs a sentence-transformers style encoder exported to ONNX.
 
     Each text is tokenized once, without padding; texts are sorted by token length and each
@@ -147,9 +139,7 @@ class OnnxEmbedder:
         self.max_tokens = max_tokens
         self.batch_size = batch_size
         self.batch_tokens = batch_tokens
-        self._tokenizer_path = tokenizer_path
-        self._encoded: OrderedDict[str, list[int]] = OrderedDict()
-        self._lock = threading.Lock()
+        self._init_tokenizing(tokenizer_path)
         self._model_path, self._threads = model_path, threads
         self._cpu_session: CpuSession | None = None
         self._session_lock = threading.Lock()
@@ -159,7 +149,6 @@ class OnnxEmbedder:
         self.version = version or _file_digest(model_path)[:16]
         self.calls = 0  # number of embed() calls that did work; tests assert on it
         self.texts_embedded = 0
-        self.texts_tokenized = 0  # texts run through the tokenizer; tests assert on it
 
     @property
     def _session(self) -> CpuSession:
@@ -175,26 +164,6 @@ class OnnxEmbedder:
             return self._cpu_session
 
     @functools.cached_property
-    def _tokenizer_and_pad(self) -> tuple[Any, int]:
-        """Loaded on first use, like the model: a command that reads nothing new needs neither.
-        One encoding serves counting and embedding: no truncation, no padding (done per batch)."""
-        from tokenizers import Tokenizer
-
-        tokenizer = Tokenizer.from_file(str(self._tokenizer_path))
-        padding = tokenizer.padding
-        tokenizer.no_truncation()
-        tokenizer.no_padding()
-        return tokenizer, int(padding["pad_id"]) if padding else 0
-
-    @property
-    def _tokenizer(self) -> Any:
-        return self._tokenizer_and_pad[0]
-
-    @property
-    def _pad_id(self) -> int:
-        return self._tokenizer_and_pad[1]
-
-    @functools.cached_property
     def _inputs(self) -> frozenset[str]:
         """The model's input names (read once: an optimised rebuild of the session keeps them)."""
         return frozenset(i.name for i in self._session.get_inputs())
@@ -203,44 +172,6 @@ class OnnxEmbedder:
     def _session_dim(session: CpuSession) -> int:
         return int(session.get_outputs()[0].shape[-1])
 
-    @functools.cached_property
-    def _truncating(self) -> Any:
-        """For texts over max_tokens (rare: chunks are cut below it), encoded again truncated so
-        that any tokenizer's template truncates as it would itself. Built on first use: loading a
-        tokenizer costs a one-shot `citeline search` about 0.1 s."""
-        from tokenizers import Tokenizer
-
-        tokenizer = Tokenizer.from_file(str(self._tokenizer_path))
-        tokenizer.enable_truncation(self.max_tokens)
-        tokenizer.no_padding()
-        return tokenizer
-
-    def count_tokens(self, texts: Sequence[str]) -> list[int]:
-        # A window of texts at a time: the tokenizer's encodings of a whole large file at once
-        # would cost far more memory than the counts.
-        return [
-            len(x) for lo in range(0, len(texts), WINDOW) for x in self._encode(texts[lo : lo + WINDOW], True)
-        ]
-
-    def _encode(self, texts: Sequence[str], keep: bool = False) -> list[list[int]]:
-        """Token ids of each text (special tokens included, untruncated), each distinct text
-        tokenized once; ``keep``: remember them for a later embed() of the same texts."""
-        with self._lock:
-            known = {t: self._encoded[t] for t in texts if t in self._encoded}
-            for t in known:
-                self._encoded.move_to_end(t)
-        todo = [t for t in dict.fromkeys(texts) if t not in known]
-        if todo:
-            self.texts_tokenized += len(todo)
-            fresh = {t: e.ids for t, e in zip(todo, self._tokenizer.encode_batch(todo), strict=True)}
-            known.update(fresh)
-            if keep:
-                with self._lock:
-                    self._encoded.update(fresh)
-                    while len(self._encoded) > ENCODING_CACHE:
-                        self._encoded.popitem(last=False)
-        return [known[t] for t in texts]
-
     def embed(self, texts: Sequence[str]) -> Vectors:
         if not texts:
             return np.zeros((0, self.dim), dtype=np.float32)
@@ -248,13 +179,7 @@ class OnnxEmbedder:
         self.texts_embedded += len(texts)
         out = np.zeros((len(texts), self.dim), dtype=np.float32)
         for lo in range(0, len(texts), WINDOW):  # bounded memory: token ids of a window at a time
-            window = texts[lo : lo + WINDOW]
-            ids = self._encode(window)
-            long = [i for i, x in enumerate(ids) if len(x) > self.max_tokens]
-            if long:
-                self.texts_tokenized += len(long)
-                for i, e in zip(long, self._truncating.encode_batch([window[i] for i in long]), strict=True):
-                    ids[i] = e.ids
+            ids = self._input_ids(texts[lo : lo + WINDOW])
             for idx in self._batches([len(x) for x in ids]):
                 out[[lo + i for i in idx]] = self._embed_ids([ids[i] for i in idx])
         return out
