@@ -26,8 +26,6 @@ if TYPE_CHECKING:
     from citeline.registry import BuildContext
 
 MINILM_STATIC = DATA_DIR / "minilm-static"
-#: texts summed at once: their gathered rows (tokens x dims float32) stay near 64 MB
-BATCH_TOKENS = 65536
 
 
 class StaticEmbedder(TokenizedTexts):
@@ -74,31 +72,17 @@ class StaticEmbedder(TokenizedTexts):
             return np.zeros((0, self.dim), dtype=np.float32)
         self.calls += 1
         self.texts_embedded += len(texts)
+        table = self._table
         out = np.zeros((len(texts), self.dim), dtype=np.float32)
         for lo in range(0, len(texts), WINDOW):
-            ids = self._input_ids(texts[lo : lo + WINDOW])
-            start = 0
-            while start < len(ids):
-                stop, tokens = start, 0
-                while stop < len(ids) and (stop == start or tokens + len(ids[stop]) <= BATCH_TOKENS):
-                    tokens += len(ids[stop])
-                    stop += 1
-                out[lo + start : lo + stop] = self._sums(ids[start:stop])
-                start = stop
+            # one text at a time: its rows stay in cache, where gathering a batch's rows into one
+            # array first cost 10x the CPU (a fresh array of tokens x dims floats each time)
+            for row, ids in enumerate(self._input_ids(texts[lo : lo + WINDOW]), lo):
+                if ids:
+                    out[row] = table[ids].sum(axis=0)
         norms = np.linalg.norm(out, axis=1, keepdims=True)
         normalised: Vectors = out / np.clip(norms, 1e-12, None)
         return normalised
-
-    def _sums(self, ids: list[list[int]]) -> Vectors:
-        """Each text's sum of rows (a text of no tokens: zeros; reduceat needs non-empty segments)."""
-        lengths = np.fromiter((len(x) for x in ids), dtype=np.int64, count=len(ids))
-        flat = np.fromiter((i for x in ids for i in x), dtype=np.int64, count=int(lengths.sum()))
-        starts = np.concatenate(([0], np.cumsum(lengths)[:-1]))
-        sums: Vectors = np.zeros((len(ids), self.dim), dtype=np.float32)
-        filled = lengths > 0
-        if filled.any():
-            sums[filled] = np.add.reduceat(self._table[flat], starts[filled], axis=0)
-        return sums
 
 
 def minilm_static(**options: Any) -> StaticEmbedder:
