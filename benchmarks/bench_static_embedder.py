@@ -162,14 +162,15 @@ def markdown(result: dict[str, Any]) -> str:
             f"SciFact {result['args']['split']}: {q['slice']['queries']} queries over {q['slice']['documents']} "
             f"abstracts (every judged one plus {result['args']['distractors']} others, seed {result['args']['seed']}).",
             "",
-            "| embedder | chunks | " + " | ".join(f"{s} nDCG@10" for s in STAGES) + " |",
-            "|---|---|" + "---|" * len(STAGES),
+            "| embedder | chunks | index built s | " + " | ".join(f"{s} nDCG@10" for s in STAGES) + " |",
+            "|---|---|---|" + "---|" * len(STAGES),
         ]
         for spec, r in q["reports"].items():
             cells = [
                 f"{r['stages'][s]['metrics']['ndcg@10']:.4f}" if s in r["stages"] else "-" for s in STAGES
             ]
-            lines.append(f"| {spec} | {r['chunks']} | " + " | ".join(cells) + " |")
+            built = r["index"]["ingest_seconds"] if r["index"].get("built") else "(reused)"
+            lines.append(f"| {spec} | {r['chunks']} | {built} | " + " | ".join(cells) + " |")
         lines += ["", "Paired difference, static - MiniLM, per-query nDCG@10 (95% bootstrap interval):", ""]
         for stage, d in q["static_minus_minilm_ndcg10"].items():
             lines.append(f"- {stage}: {d['mean']:+.4f} [{d['ci95_low']:+.4f}, {d['ci95_high']:+.4f}]")

@@ -62,7 +62,7 @@ def raw_token_vectors(cache: Path) -> tuple[np.ndarray, list[str], float]:
     cache.mkdir(parents=True, exist_ok=True)
     np.save(table_path, table)
     tokens_path.write_text(json.dumps({"tokens": tokens, "seconds": round(seconds, 1)}))
-    return table, tokens, seconds
+    return table, tokens, round(seconds, 1)
 
 
 def post_process(table: np.ndarray, dims: int, sif: float | None) -> np.ndarray:

@@ -29,7 +29,7 @@ def pca(table: np.ndarray, dims: int | None) -> np.ndarray:
     centred = table - table.mean(axis=0)
     if dims is None:
         return centred
-    values, vectors = np.linalg.eigh(centred.T @ centred / (len(table) - 1))
+    _values, vectors = np.linalg.eigh(centred.T @ centred / (len(table) - 1))
     return np.asarray(centred @ vectors[:, ::-1][:, :dims], dtype=np.float32)
 
 
@@ -86,7 +86,9 @@ def main() -> None:
             table, silent = by_minilm_id(reduced * weights[:, None], tokens)
             table[silent] = 0
             started = time.perf_counter()
-            print(f"dims {dims} sif {sif}: dense nDCG@10 {score(table):.4f} ({time.perf_counter() - started:.0f} s)")
+            print(
+                f"dims {dims} sif {sif}: dense nDCG@10 {score(table):.4f} ({time.perf_counter() - started:.0f} s)"
+            )
 
 
 if __name__ == "__main__":
