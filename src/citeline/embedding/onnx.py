@@ -87,7 +87,9 @@ class CpuSession:
         self._failure: BaseException | None = None
         self._builder: threading.Thread | None = None
         if background:
-            self._builder = threading.Thread(target=self._build_first, name="citeline-onnx-load", daemon=True)
+            # not a daemon: a process that ends without using the session (an answer refused
+            # before the reader) waits for the build, where onnxruntime torn down mid-build aborts it
+            self._builder = threading.Thread(target=self._build_first, name="citeline-onnx-load")
             self._builder.start()
         else:
             self._session = self._create(optimize=self.optimized)
