@@ -10,6 +10,7 @@ from __future__ import annotations
 import functools
 import hashlib
 import os
+import shutil
 import threading
 from collections.abc import Sequence
 from pathlib import Path
@@ -108,7 +109,37 @@ class CpuSession:
         return self._session
 
     def _create(self, *, optimize: bool) -> Any:
+        """A session of the model: optimised, from the graph an earlier process saved in the cache
+        (embedding/optimized.py) when there is one, which also makes a session that was to start
+        unoptimised start optimised (loading it costs less than the unoptimised graph's first run)."""
+        from citeline.embedding import optimized
+
+        folder = optimized.entry(self._path)
+        graph = optimized.saved(folder)
+        if graph is not None and folder is not None:
+            try:
+                session = self._load(graph, optimize=False)  # optimised already
+                self.optimized = True
+                return session
+            except Exception:  # damaged: removed, and built again below when optimising
+                optimized.discard(folder)
+        if not optimize:
+            return self._load(self._path, optimize=False)
+        tmp = optimized.staging(folder) if folder is not None else None
+        if tmp is None or folder is None:
+            return self._load(self._path, optimize=True)
+        try:
+            session = self._load(self._path, optimize=True, save_to=tmp)
+        except Exception:  # e.g. a full disk: optimise without saving
+            shutil.rmtree(tmp, ignore_errors=True)
+            return self._load(self._path, optimize=True)
+        optimized.publish(tmp, folder)
+        return session
+
+    def _load(self, path: Path, *, optimize: bool, save_to: Path | None = None) -> Any:
         import onnxruntime as ort
+
+        from citeline.embedding import optimized
 
         opts = ort.SessionOptions()
         opts.intra_op_num_threads = self._threads or usable_cpus()
@@ -119,7 +150,16 @@ class CpuSession:
             opts.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
         if not self._spin:
             opts.add_session_config_entry("session.intra_op.allow_spinning", "0")
-        return ort.InferenceSession(str(self._path), sess_options=opts, providers=["CPUExecutionProvider"])
+        if save_to is not None:
+            opts.optimized_model_filepath = str(save_to / optimized.GRAPH)
+            opts.add_session_config_entry(
+                "session.optimized_model_external_initializers_file_name", optimized.WEIGHTS
+            )
+            opts.add_session_config_entry(
+                "session.optimized_model_external_initializers_min_size_in_bytes",
+                str(optimized.EXTERNAL_MIN_BYTES),
+            )
+        return ort.InferenceSession(str(path), sess_options=opts, providers=["CPUExecutionProvider"])
 
     def get_inputs(self) -> Any:
         return self._ready().get_inputs()

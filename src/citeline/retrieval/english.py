@@ -61,10 +61,9 @@ def _wordfreq_source() -> Path | None:
 
 
 def _cache_folder() -> Path:
-    from citeline.settings import cache_root
+    from citeline.settings import process_cache_root
 
-    configured = os.environ.get("CITELINE_CACHE")
-    return Path(configured).expanduser() if configured else cache_root()
+    return process_cache_root()
 
 
 def _write_atomically(path: Path, blob: bytes) -> None:
