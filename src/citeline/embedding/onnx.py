@@ -51,14 +51,16 @@ def usable_cpus() -> int:
 #: optimised graph of MiniLM int8 costs ~0.15 s more CPU than loading it as it is (0.20 s against
 #: 0.05 s), and each token run unoptimised costs ~0.45 ms more (64 tokens: 64 ms against 36 ms):
 #: a one-shot `citeline search` (one short query) starts fast, ingestion and a server optimise
-#: once the work pays for it (benchmarks/results/bench_scale.md, start-up).
+#: once the work pays for it (benchmarks/results/bench_scale.md, start-up). Once one process has
+#: optimised a model, the others load its saved graph (embedding/optimized.py) and start optimised.
 OPTIMIZE_AFTER_TOKENS = 512
 
 
 class CpuSession:
     """An onnxruntime CPU session using ``threads`` cores (default: every usable CPU), quiet
     logging, that starts without graph optimisation and rebuilds itself optimised after
-    ``OPTIMIZE_AFTER_TOKENS`` padded tokens (the outputs agree to ~1e-6).
+    ``OPTIMIZE_AFTER_TOKENS`` padded tokens (the outputs agree to ~1e-6), unless an optimised
+    graph of the model is saved in the cache: then it starts from that.
 
     The graphs are chains of operators, so inter-op parallelism buys nothing: one inter-op thread,
     sequential execution. ``spin=False`` stops idle intra-op threads from busy-waiting between
