@@ -22,6 +22,7 @@ import os
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 from typing import Any
@@ -47,16 +48,19 @@ def docker_index() -> Path:
 
 
 def run_once(argv: list[str]) -> tuple[dict[str, float], str]:
-    started = time.perf_counter()
-    process = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-    _, status, usage = os.wait4(process.pid, 0)
-    wall = time.perf_counter() - started
-    out = process.stdout.read() if process.stdout else b""
-    err = process.stderr.read() if process.stderr else b""
+    # output to files, not pipes: a process writing more than a pipe holds would wait for a reader
+    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
+        started = time.perf_counter()
+        process = subprocess.Popen(argv, stdout=out, stderr=err)
+        _, status, usage = os.wait4(process.pid, 0)
+        wall = time.perf_counter() - started
+        out.seek(0)
+        err.seek(0)
+        stdout, stderr = out.read(), err.read()
     if os.waitstatus_to_exitcode(status) != 0:
-        raise SystemExit(f"{' '.join(argv)} failed: {err.decode(errors='replace')[-2000:]}")
+        raise SystemExit(f"{' '.join(argv)} failed: {stderr.decode(errors='replace')[-2000:]}")
     metrics = {"wall_s": wall, "cpu_s": usage.ru_utime + usage.ru_stime, "max_rss_mb": usage.ru_maxrss / 1024}
-    return metrics, out.decode(errors="replace")
+    return metrics, stdout.decode(errors="replace")
 
 
 def measure(argv: list[str], runs: int) -> dict[str, Any]:
