@@ -38,13 +38,16 @@ def test_the_first_optimisation_is_saved_and_the_next_session_starts_from_it(cac
     assert (entry() / optimized.GRAPH).stat().st_size < 1_000_000
     assert [p.name for p in entry().parent.iterdir()] == [entry().name]  # no staging folder left
 
-    later = minilm_int8()  # a new process: optimised from its first query, from the saved graph
+    later = minilm_int8()  # a new process: its first query runs on the saved graph (not prepacked)
     vector = later.embed([QUERY])
-    assert later._session.optimized
+    session = later._session
+    assert session.from_saved and not session.optimized
     assert np.abs(vector - reference).max() < 1e-5
+    later.embed(["a passage about deferred mail and the queue manager " * 4] * 20)  # volume: prepacked
+    assert session.optimized and session.from_saved
     ids = np.array([[101, 2054, 2003, 102]], dtype=np.int64)
     feeds = {"input_ids": ids, "attention_mask": np.ones_like(ids), "token_type_ids": np.zeros_like(ids)}
-    assert np.array_equal(later._session.run(None, feeds)[0], built.run(None, feeds)[0])  # the same graph
+    assert np.array_equal(session.run(None, feeds)[0], built.run(None, feeds)[0])  # the same graph
 
 
 def test_a_damaged_saved_graph_is_built_again(cache: Path) -> None:
@@ -52,7 +55,7 @@ def test_a_damaged_saved_graph_is_built_again(cache: Path) -> None:
     weights = entry() / optimized.WEIGHTS
     weights.write_bytes(weights.read_bytes()[:1000])  # cut short
     again = CpuSession(MODEL, optimize_after=0)
-    assert again.optimized and optimized.saved(entry()) is not None
+    assert again.optimized and not again.from_saved and optimized.saved(entry()) is not None
     assert weights.stat().st_size > 10_000_000  # removed and saved whole again
     ids = np.array([[101, 102]], dtype=np.int64)
     feeds = {"input_ids": ids, "attention_mask": np.ones_like(ids), "token_type_ids": np.zeros_like(ids)}
