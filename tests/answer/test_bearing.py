@@ -46,6 +46,12 @@ from citeline.retrieval.slot import asked_slot
             False,
         ),
         ("When does the city library open?", "The city library opens at 9 am.", True),
+        # a "which" question for a sort of name with a shape wants that shape
+        ("Which signal makes dockerd re-read daemon.json?", "We use the `SIGHUP` signal to reload.", True),
+        ("Which signal makes dockerd re-read daemon.json?", "The file is /etc/docker/daemon.json.", False),
+        ("Which environment variable names the Notary server?", "DOCKER_CONTENT_TRUST_SERVER: its URL.", True),
+        ("Which environment variable names the Notary server?", "Set `--notary` to the URL.", False),
+        ("What is the smallest value lcow.sandboxsize accepts?", "Cannot be less than 20.", True),
         # advice: a value the documents recommend, not any value
         ("What cache size is recommended for a 10 TB repository?", "A good starting point is 2G.", True),
         (

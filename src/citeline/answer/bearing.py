@@ -43,7 +43,7 @@ _MAXIMUM = re.compile(
     _I,
 )
 _MINIMUM = re.compile(
-    r"\bmin(?:imum|imal|\.)?\b|\bat least\b|\bno (?:less|fewer|shorter|smaller) than\b|\blower\b|"
+    r"\bmin(?:imum|imal|\.)?\b|\bat least\b|\b(?:less|fewer|shorter|smaller) than\b|\blower\b|"
     r"\b(?:shortest|smallest|lowest|fewest)\b|\b(?:must|should) be (?:greater|more|larger|longer|above)\b|"
     r"\bbelow\b",
     _I,
@@ -64,6 +64,19 @@ _IDENTIFIER = re.compile(
     # a flag's or a setting's label opening the unit: "R: Prepend ...", "maxproc: ..."
     r"^[A-Za-z]:\s|^[a-z]\w*[_.-][\w.-]*:\s"
 )
+
+
+# The shape of each sort of name a "which" question may ask for
+_SORTS = {
+    "environment variable": re.compile(r"\b[A-Z][A-Z0-9]*_[A-Z0-9_]+\b|\$[A-Z][A-Z0-9_]+"),
+    "signal": re.compile(r"\bSIG[A-Z]{2,}\b"),
+    "option": re.compile(r"(?<![\w-])--?[A-Za-z][\w-]*|^[A-Za-z]:\s|\b[A-Za-z][\w.-]*\s?="),
+    "file": re.compile(
+        r"(?<![\w.])(?:~|\.{0,2})/[\w.-]+|\b[\w-]+\.(?:conf|cfg|json|ya?ml|toml|ini|txt|log|db|cf|pem|key)\b"
+    ),
+    "function": re.compile(r"\b[A-Za-z_][\w.]*\(\)|`[A-Za-z_][\w.]*\(?`"),
+    "port": re.compile(r"\b\d{2,5}\b"),
+}
 
 
 # A unit of measure: of time, size or length, or a one-letter suffix explained ("d (days)")
@@ -91,7 +104,8 @@ def states_value(slot: Slot, text: str) -> bool:
     if attribute == "quantity":
         return _NUMBER.search(text) is not None
     if attribute == "which":
-        return _IDENTIFIER.search(text) is not None
+        shaped = _SORTS.get(slot.sort)
+        return (shaped or _IDENTIFIER).search(text) is not None
     if attribute == "recommended":
         return (
             _ADVICE.search(text) is not None

@@ -225,6 +225,9 @@ class Slot:
     #: for who/when/where questions, the stems of what was done ("win" for "Who won ...?"): a
     #: unit answers only when it says that, not just names someone or a date
     predicate: tuple[str, ...] = ()
+    #: for "which" questions, the sort of name asked for when it has a shape of its own
+    #: ("signal": SIGHUP, "environment variable": DOCKER_HOST, "option": --dry-run, "file": a path)
+    sort: str = ""
 
     @property
     def wants_value(self) -> bool:
@@ -259,6 +262,8 @@ class Slot:
         }
         if self.predicate:
             out["predicate"] = list(self.predicate)
+        if self.sort:
+            out["sort"] = self.sort
         return out
 
 
@@ -294,7 +299,37 @@ def asked_slot(question: str) -> Slot:
     attribute = attribute_of(question)
     kind = "unit" if _UNIT_ASKED.search(question) else _KIND[attribute]
     predicate = predicate_of(question) if attribute in ("who", "when", "where") else ()
-    return Slot(attribute, kind, subject_of(question), predicate)
+    sort = sort_of(question) if attribute == "which" else ""
+    return Slot(attribute, kind, subject_of(question), predicate, sort)
+
+
+# "which signal", "what environment variable", "which flag": the sorts of name with a shape
+_SORT = re.compile(
+    r"\b(?:which|what)\s+(?:(?!(?:does|do|did|is|are|was|were)\b)\S+\s+){0,2}?"
+    r"(?P<sort>env(?:ironment)? variables?|signals?|options?|flags?|switch(?:es)?|files?|paths?|directories|"
+    r"directory|functions?|ports?)\b",
+    _I,
+)
+
+
+def sort_of(question: str) -> str:
+    """The sort of name a "which" question asks for, normalised ("environment variable",
+    "signal", "option", "file", "function", "port"), or "" when it has no shape of its own."""
+    m = _SORT.search(question)
+    if m is None:
+        return ""
+    word = m.group("sort").lower()
+    for sort, forms in (
+        ("environment variable", ("env",)),
+        ("signal", ("signal",)),
+        ("option", ("option", "flag", "switch")),
+        ("file", ("file", "path", "director")),
+        ("function", ("function",)),
+        ("port", ("port",)),
+    ):
+        if word.startswith(forms):
+            return sort
+    return ""
 
 
 # The verbs a who/when/where question is asked with that say nothing of what was done
