@@ -14,7 +14,8 @@ a question without one names its subject in words, and binding is then left to r
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, replace
 from typing import Literal
 
 Attribute = Literal[
@@ -53,6 +54,17 @@ Kind = Literal[
 VALUE_ATTRIBUTES: frozenset[str] = frozenset(
     {"default", "maximum", "minimum", "version", "recommended", "who", "when", "where"}
 )
+
+# The words that say what is asked, not what about ("default", "maximum", "number", "option")
+SLOT_WORDS = frozenset(
+    """default defaults value values maximum maximal max minimum minimal min limit limits limited number
+    numbers many much long often size large big small version versions release releases option options
+    setting settings set use used uses using make makes work works run runs first new old recommended
+    recommend suggest suggested should typically typical best good unit units time kind sort type
+    happen happens happened give gives given get gets take takes allowed allow accepts accept lowest
+    highest longest shortest largest smallest smallest least most""".split()
+)
+TOPIC_TERMS = 2
 
 _KIND: dict[str, Kind] = {
     "default": "value",
@@ -105,7 +117,8 @@ _RULES: tuple[tuple[Attribute, re.Pattern[str]], ...] = (
         "default",
         re.compile(
             r"\bdefaults?\b|\bout of the box\b|\bif (?:i|you|we) (?:don't|do not|didn't|never) "
-            r"(?:set|give|name|specify|configure|change|pass)|\bunless (?:i|you) (?:set|configure|change)|"
+            r"(?:set|give|name|specify|configure|change|pass|use)|\bunless (?:i|you) (?:set|configure|change|pass|"
+            r"give|use)|\bunless told otherwise\b|\bwithout (?:--?[A-Za-z][\w-]*|passing|giving|specifying)\b|"
             r"\bif (?:it is |it's )?(?:not set|unset|omitted|left (?:empty|unset))\b|"
             r"\b(?:if|when) (?:none|nothing|no \w+) (?:is|are) (?:given|set|specified|configured|passed)\b|"
             r"\bunless (?:specified|set|given|configured)\b|\bwithout (?:any )?"
@@ -165,6 +178,8 @@ _RULES: tuple[tuple[Attribute, re.Pattern[str]], ...] = (
     (
         "quantity",
         re.compile(
+            r"\bwhat (?:is|are|was) the (?:\w+ ){0,3}?(?:number|size|port|timeout|interval|length|duration|delay|period|"
+            r"amount|count)\b|"
             r"\bhow (?:long|many|much|often|big|large|small|fast|far|old|wide)\b|"
             r"\b(?:what|which) (?:\w+ )?(?:size|port|number|timeout|interval|percentage|amount|"
             r"time unit|unit|exit status|exit code|status code|length|duration|delay|period)\b",
@@ -176,7 +191,7 @@ _RULES: tuple[tuple[Attribute, re.Pattern[str]], ...] = (
         re.compile(
             r"^\W*what (?:does|do|did)\b.*\b(?:do|mean|means|stand for|return|returns|control|controls)\W*$|"
             r"^\W*what (?:is|are) (?:an? |the )?\S+(?: \S+)?\W*$|\bpurpose of\b|\bwhat happens\b|"
-            r"\bwhat (?:is|are) .* (?:used|good) for\b|\bmeaning of\b|\bwhat kind of\b|^\W*what is\b|"
+            r"\bwhat (?:is|are) .* (?:used|good) for\b|\bmeaning of\b|\bwhat kind of\b|"
             r"\bwhat (?:does|do) .* (?:mean|do)\b",
             _I,
         ),
@@ -228,6 +243,17 @@ class Slot:
     #: for "which" questions, the sort of name asked for when it has a shape of its own
     #: ("signal": SIGHUP, "environment variable": DOCKER_HOST, "option": --dry-run, "file": a path)
     sort: str = ""
+    #: for a question that names no identifier, its rarest words that are not about the slot
+    #: itself ("principals" in "What is the maximum number of principals one certificate can
+    #: list?"): what a value must be about (filled by ``with_topic`` once term weights are known)
+    topic: tuple[str, ...] = ()
+
+    def with_topic(self, terms: Sequence[str], weights: Mapping[str, float], n: int = TOPIC_TERMS) -> Slot:
+        """The slot with its ``topic``: the ``n`` highest-weighted ``terms`` that are not slot words."""
+        if self.subject or not weights:
+            return self
+        words = [t for t in dict.fromkeys(terms) if t not in SLOT_WORDS and t in weights and t.isalpha()]
+        return replace(self, topic=tuple(sorted(words, key=lambda t: -weights[t])[:n]))
 
     @property
     def wants_value(self) -> bool:
@@ -264,6 +290,8 @@ class Slot:
             out["predicate"] = list(self.predicate)
         if self.sort:
             out["sort"] = self.sort
+        if self.topic:
+            out["topic"] = list(self.topic)
         return out
 
 
