@@ -7,7 +7,6 @@ from tests.answer._passages import make_passages
 
 from citeline.answer.bearing import bears, bound_to_subject, missing_value, states_value
 from citeline.answer.units import binding_contexts, passage_units
-from citeline.retrieval.query import analyze
 from citeline.retrieval.slot import asked_slot
 
 
@@ -120,17 +119,3 @@ def test_a_question_for_a_value_no_passage_states_is_refused_with_what_is_missin
     assert missing_value(asked_slot("What is the default of smtpd_max_message_rate?"), stated) is None
     # a question that does not ask for a value is never refused for want of one
     assert missing_value(asked_slot("What is smtpd_max_message_rate for?"), passages) is None
-
-
-def test_a_question_naming_no_identifier_binds_a_value_by_its_rarest_words() -> None:
-    """ "Maximum is 3." under "-d: Debug mode" states a maximum, but not of what was asked."""
-    weights = {"maximum": 1.0, "number": 1.0, "principals": 5.0, "certificate": 4.0, "list": 2.0}
-    query = analyze("What is the maximum number of principals one certificate can list?").with_weights(
-        weights
-    )
-    assert query.slot.topic == ("principals", "certificate")
-    assert not bears(query.slot, "Maximum is 3.", "-d: Debug mode. Repeat it for more.")
-    assert bears(query.slot, "At most 256 principals may be listed.", "-n principals")
-    # a question for no value is not bound this way
-    why = analyze("Why are principals listed?").with_weights(weights)
-    assert bears(why.slot, "Maximum is 3.", "-d: Debug mode.")

@@ -13,7 +13,6 @@ import re
 from collections.abc import Sequence
 
 from citeline.answer.answer_type import can_answer
-from citeline.answer.relevance import evidence_words, term_present
 from citeline.answer.units import binding_contexts, chunk_units, never_an_answer
 from citeline.models import Chunk, Hit, Passage
 from citeline.retrieval.slot import Slot
@@ -140,15 +139,9 @@ def _says(slot: Slot, text: str) -> bool:
 
 
 def bound_to_subject(slot: Slot, text: str) -> bool:
-    """Whether ``text`` (a unit with its context) names the subject. A question that names no
-    identifier but asks for a value is bound by its topic: one of its rarest words ("Maximum is
-    3." under "-d: Debug mode" does not answer "What is the maximum number of principals ...?")."""
+    """Whether ``text`` (a unit with its context) names the subject, or the slot names none."""
     if not slot.subject:
-        if not (slot.topic and slot.wants_value):
-            return True
-        lowered = text.lower()
-        words = evidence_words(lowered)
-        return any(term_present(t, words, lowered) for t in slot.topic)
+        return True
     lowered = text.lower()
     return any(_mentions(name.lower().strip("`"), lowered) for name in slot.subject)
 

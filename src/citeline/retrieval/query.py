@@ -74,8 +74,7 @@ class Query:
     slot: Slot = field(default_factory=lambda: asked_slot(""))
 
     def with_weights(self, weights: Mapping[str, float]) -> Query:
-        """The query with its terms' weights, and its slot's topic (its rarest words)."""
-        return replace(self, weights=dict(weights), slot=self.slot.with_topic(self.focus_terms, weights))
+        return replace(self, weights=dict(weights))
 
 
 def analyze(question: str | Query) -> Query:

@@ -14,8 +14,7 @@ a question without one names its subject in words, and binding is then left to r
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Literal
 
 Attribute = Literal[
@@ -54,17 +53,6 @@ Kind = Literal[
 VALUE_ATTRIBUTES: frozenset[str] = frozenset(
     {"default", "maximum", "minimum", "version", "recommended", "who", "when", "where"}
 )
-
-# The words that say what is asked, not what about ("default", "maximum", "number", "option")
-SLOT_WORDS = frozenset(
-    """default defaults value values maximum maximal max minimum minimal min limit limits limited number
-    numbers many much long often size large big small version versions release releases option options
-    setting settings set use used uses using make makes work works run runs first new old recommended
-    recommend suggest suggested should typically typical best good unit units time kind sort type
-    happen happens happened give gives given get gets take takes allowed allow accepts accept lowest
-    highest longest shortest largest smallest smallest least most""".split()
-)
-TOPIC_TERMS = 2
 
 _KIND: dict[str, Kind] = {
     "default": "value",
@@ -243,17 +231,6 @@ class Slot:
     #: for "which" questions, the sort of name asked for when it has a shape of its own
     #: ("signal": SIGHUP, "environment variable": DOCKER_HOST, "option": --dry-run, "file": a path)
     sort: str = ""
-    #: for a question that names no identifier, its rarest words that are not about the slot
-    #: itself ("principals" in "What is the maximum number of principals one certificate can
-    #: list?"): what a value must be about (filled by ``with_topic`` once term weights are known)
-    topic: tuple[str, ...] = ()
-
-    def with_topic(self, terms: Sequence[str], weights: Mapping[str, float], n: int = TOPIC_TERMS) -> Slot:
-        """The slot with its ``topic``: the ``n`` highest-weighted ``terms`` that are not slot words."""
-        if self.subject or not weights:
-            return self
-        words = [t for t in dict.fromkeys(terms) if t not in SLOT_WORDS and t in weights and t.isalpha()]
-        return replace(self, topic=tuple(sorted(words, key=lambda t: -weights[t])[:n]))
 
     @property
     def wants_value(self) -> bool:
@@ -290,8 +267,6 @@ class Slot:
             out["predicate"] = list(self.predicate)
         if self.sort:
             out["sort"] = self.sort
-        if self.topic:
-            out["topic"] = list(self.topic)
         return out
 
 
