@@ -119,3 +119,14 @@ def test_a_question_for_a_value_no_passage_states_is_refused_with_what_is_missin
     assert missing_value(asked_slot("What is the default of smtpd_max_message_rate?"), stated) is None
     # a question that does not ask for a value is never refused for want of one
     assert missing_value(asked_slot("What is smtpd_max_message_rate for?"), passages) is None
+
+
+def test_a_question_without_identifiers_binds_a_value_by_its_proper_names() -> None:
+    """DOCX option references list "Option: ...::Infinity", "Default: 1000000" as paragraphs: the
+    default is the Infinity option's, not the one above or below it."""
+    from citeline.retrieval.query import analyze
+
+    slot = analyze("What is the resolver's Infinity score set to unless I change it?").slot
+    assert slot.names == ("infinity",)
+    assert bears(slot, "Default: 1000000", "Option: Aptitude::ProblemResolver::Infinity")
+    assert not bears(slot, "Default: 4", "Option: Aptitude::ProblemResolver::ImportantScore")

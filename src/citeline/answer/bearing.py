@@ -140,10 +140,11 @@ def _says(slot: Slot, text: str) -> bool:
 
 def bound_to_subject(slot: Slot, text: str) -> bool:
     """Whether ``text`` (a unit with its context) names the subject, or the slot names none."""
-    if not slot.subject:
+    named = slot.subject or slot.names
+    if not named:
         return True
     lowered = text.lower()
-    return any(_mentions(name.lower().strip("`"), lowered) for name in slot.subject)
+    return any(_mentions(name.lower().strip("`"), lowered) for name in named)
 
 
 def _mentions(name: str, text: str) -> bool:

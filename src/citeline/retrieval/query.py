@@ -115,7 +115,7 @@ def analyze(question: str | Query) -> Query:
         years=frozenset(_YEAR.findall(asking)),
         unknown=tuple(unknown_words(t for t in focus_terms if t not in known)),
         qualifiers=tuple(qualifiers),
-        slot=asked_slot(asking),
+        slot=replace(asked_slot(asking), names=tuple(n for n in names if not n.isdigit())),
     )
 
 

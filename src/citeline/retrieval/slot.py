@@ -231,6 +231,9 @@ class Slot:
     #: for "which" questions, the sort of name asked for when it has a shape of its own
     #: ("signal": SIGHUP, "environment variable": DOCKER_HOST, "option": --dry-run, "file": a path)
     sort: str = ""
+    #: a question that names no identifier names its subject by proper names ("the resolver's
+    #: Infinity score", "a Milter"): a value is bound to one of them, else to nothing
+    names: tuple[str, ...] = ()
 
     @property
     def wants_value(self) -> bool:
@@ -267,6 +270,8 @@ class Slot:
             out["predicate"] = list(self.predicate)
         if self.sort:
             out["sort"] = self.sort
+        if self.names and not self.subject:
+            out["names"] = list(self.names)
         return out
 
 
