@@ -89,7 +89,7 @@ def test_leads(text: str, trail: tuple[str, ...], expected: list[list[str]]) -> 
         ("Seed the random number generator first.", False),
         ("Overseen by the queue manager.", False),
         # a lead-in left without what it introduces
-        ("The command accepts the following options:", True),
+        ("The command accepts the following options:", False),  # a sentence; may name the answer
         ("From a command prompt they can be removed by", True),
         ("smtpd_recipient_limit (default: 1000)", False),
     ],

@@ -184,8 +184,9 @@ class ExtractiveGenerator:
                 else overlap
             )
             score = SIMILARITY_WEIGHT * float(sim) + OVERLAP_WEIGHT * ranked_overlap
-            floor = SIMILARITY_WEIGHT * float(sim_whole) + OVERLAP_WEIGHT * overlap
-            floor = floor if asking or ranked_overlap != overlap or float(sim) != float(sim_whole) else None
+            unit_floor = SIMILARITY_WEIGHT * float(sim_whole) + OVERLAP_WEIGHT * overlap
+            changed = asking or ranked_overlap != overlap or float(sim) != float(sim_whole)
+            floor = unit_floor if changed else None
             # a unit that states the asked value about the subject answers whatever its form
             stated = bearing and query.slot.wants_value  # a default, a limit, a version, a name or date
             (scored if stated or can_answer(kind, contextual) else other_kinds).append(

@@ -195,6 +195,8 @@ def _introduced(unit: Unit) -> bool:
         return True
     if unit.kind == "row":
         return False  # a table's rows stay units of their own, each read under its header
+    if len(unit.text.split()) > 4 and _LEAD_IN.search(unit.text):
+        return False  # the next lead-in ("The meaning of the classes is as follows:") starts anew
     return unit.kind == "sentence" and not unit.text.rstrip().endswith((".", "!", "?", ";"))
 
 
@@ -318,8 +320,10 @@ def never_an_answer(text: str) -> bool:
     silent alternative.") and a lead-in without what it introduces."""
     if near_refusal(text) or text.rstrip().endswith("?"):
         return True
-    if _LEAD_IN.search(text):
-        return True  # a lead-in left without what it introduces ("... with the following options:")
+    if "\n" not in text and not text.rstrip().endswith(":") and _LEAD_IN.search(text):
+        # a lead-in that stops mid-sentence ("... can be removed by") without what it introduces;
+        # one that ends with a colon is a sentence, and often names the answer itself
+        return True
     return _POINTER.match(text) is not None and len(text.split()) <= POINTER_WORDS
 
 
