@@ -9,8 +9,8 @@ import numpy as np
 import pytest
 
 from citeline.errors import NotAnIndexError, SchemaTooNewError
-from citeline.index.dense import DenseMatrix
-from citeline.index.schema import SCHEMA_VERSION
+from citeline.index.sqlite.dense import DenseMatrix
+from citeline.index.sqlite.schema import SCHEMA_VERSION
 from citeline.index.sqlite import SqliteStore
 
 
@@ -68,7 +68,7 @@ def test_dense_matrix_is_saved_for_the_next_process_and_never_read_stale(tmp_pat
     opened on the index; after a write its key differs and SQLite is read again."""
     from tests.index.test_store_contract import DIM, _vector, put
 
-    from citeline.index import dense
+    from citeline.index.sqlite import dense
     from citeline.retrieval.filters import Filter
 
     location = tmp_path / "index"

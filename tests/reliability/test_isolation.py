@@ -150,7 +150,7 @@ def test_global_bm25_statistics_would_leak(indexes: dict[str, KnowledgeBase]) ->
     """FTS5's bm25() over the whole table (what keyword search did for everyone): bob's scores
     change with the restricted documents. The slice scorer exists because of this."""
     on_sqlite_only(indexes["plain"])
-    from citeline.index.sql_filter import filter_sql
+    from citeline.index.sql.filters import filter_sql
 
     def global_scores(kb: KnowledgeBase, query: str) -> list[tuple[str, float]]:
         cond, params = filter_sql(Filter(principal=BOB), "c.document_id")

@@ -20,12 +20,12 @@ import numpy as np
 
 from citeline.errors import CitelineError, EmbedderMismatchError, NotAnIndexError, SchemaTooNewError
 from citeline.index.base import EmbedderInfo, Problem, StoredFile, Vector
-from citeline.index.dense import DenseMatrix
-from citeline.index.engines import Engines, EngineSettings, engines_present
-from citeline.index.schema import SCHEMA_VERSION, migrate, snapshot, storage_error, transaction
-from citeline.index.sql_filter import filter_sql
-from citeline.index.sqlite_write import SqliteWrites
-from citeline.index.sqlite_write import text_hash as text_hash  # callers import it from here
+from citeline.index.sqlite.dense import DenseMatrix
+from citeline.index.sqlite.engines import Engines, EngineSettings, engines_present
+from citeline.index.sqlite.schema import SCHEMA_VERSION, migrate, snapshot, storage_error, transaction
+from citeline.index.sql.filters import filter_sql
+from citeline.index.sqlite.write import SqliteWrites
+from citeline.index.sqlite.write import text_hash as text_hash  # callers import it from here
 from citeline.models import Chunk, Document
 from citeline.retrieval.filters import Filter
 
@@ -178,7 +178,7 @@ class SqliteStore(SqliteWrites):
         )
 
     def check(self, repair: bool = False) -> list[Problem]:
-        from citeline.index.sqlite_check import check_store
+        from citeline.index.sqlite.checks import check_store
 
         return check_store(self, repair)
 

@@ -31,9 +31,9 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from citeline.index.base import Vector
-from citeline.index.postgres_records import PostgresRecords
-from citeline.index.postgres_text import K1, B, KeywordQuery, idf
-from citeline.index.sql_filter import filter_sql
+from citeline.index.postgres.connection import PostgresRecords
+from citeline.index.postgres.text import K1, B, KeywordQuery, idf
+from citeline.index.sql.filters import filter_sql
 from citeline.retrieval.bm25 import keyword_phrases
 from citeline.retrieval.filters import Filter
 

@@ -14,10 +14,10 @@ import numpy as np
 
 from citeline.errors import CitelineError
 from citeline.index.base import DocumentWrite, Vector
-from citeline.index.changelog import compact, log_floor, log_position
-from citeline.index.engines import engines_present
-from citeline.index.schema import transaction
-from citeline.index.sqlite_search import SqliteSearch
+from citeline.index.sqlite.changelog import compact, log_floor, log_position
+from citeline.index.sqlite.engines import engines_present
+from citeline.index.sqlite.schema import transaction
+from citeline.index.sqlite.search import SqliteSearch
 from citeline.models import Chunk, Document
 
 

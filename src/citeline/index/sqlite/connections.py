@@ -24,7 +24,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from citeline.index.base import ApiKey
-from citeline.index.schema import transaction
+from citeline.index.sqlite.schema import transaction
 from citeline.trace import Trace, TraceSummary
 
 _KEY_COLUMNS = "id, user, key_hash, groups, role, created_at, revoked_at, label, meta"

@@ -24,10 +24,10 @@ from psycopg_pool import ConnectionPool, PoolTimeout
 
 from citeline.errors import CitelineError, EmbedderMismatchError
 from citeline.index.base import DocumentWrite, EmbedderInfo, Problem, Vector
-from citeline.index.postgres_docs import PostgresDocuments
-from citeline.index.postgres_records import unreachable_error
-from citeline.index.postgres_schema import SCHEMA_VERSION, TABLES, hnsw_index_sql, open_schema
-from citeline.index.postgres_text import as_array, tokenizer
+from citeline.index.postgres.documents import PostgresDocuments
+from citeline.index.postgres.connection import unreachable_error
+from citeline.index.postgres.schema import SCHEMA_VERSION, TABLES, hnsw_index_sql, open_schema
+from citeline.index.postgres.text import as_array, tokenizer
 from citeline.models import Chunk, Document
 from citeline.settings import Settings, redact_url
 
@@ -112,7 +112,7 @@ class PostgresStore(PostgresDocuments):
         self.pool.close()
 
     def check(self, repair: bool = False) -> list[Problem]:
-        from citeline.index.postgres_check import check_store
+        from citeline.index.postgres.checks import check_store
 
         return check_store(self, repair)
 
@@ -173,7 +173,7 @@ class PostgresStore(PostgresDocuments):
         )
 
     def replace_documents(self, writes: Sequence[DocumentWrite]) -> None:
-        from citeline.index.postgres_write import write_documents
+        from citeline.index.postgres.write import write_documents
 
         name = self.meta("embedder")
         if name is None:
@@ -200,7 +200,7 @@ class PostgresStore(PostgresDocuments):
             self._bump(conn)
 
     def remove_document(self, document_id: str) -> None:
-        from citeline.index.postgres_write import remove_documents
+        from citeline.index.postgres.write import remove_documents
 
         with self._write() as conn:
             chunks, tokens = remove_documents(conn, [document_id])

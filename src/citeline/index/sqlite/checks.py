@@ -21,8 +21,8 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from citeline.index.base import Problem
-from citeline.index.engines import engines_present
-from citeline.index.schema import transaction
+from citeline.index.sqlite.engines import engines_present
+from citeline.index.sqlite.schema import transaction
 
 if TYPE_CHECKING:
     from citeline.index.sqlite import SqliteStore

@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from citeline.index.base import StoredFile
-from citeline.index.postgres_search import PostgresSearch
+from citeline.index.postgres.search import PostgresSearch
 from citeline.models import Chunk, Document
 from citeline.retrieval.filters import Filter
 

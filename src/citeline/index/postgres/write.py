@@ -17,7 +17,7 @@ import numpy as np
 
 from citeline.errors import CitelineError
 from citeline.index.base import DocumentWrite
-from citeline.index.postgres_text import as_array, tsvector_literal
+from citeline.index.postgres.text import as_array, tsvector_literal
 from citeline.index.sqlite import text_hash
 
 

@@ -31,7 +31,7 @@ import numpy as np
 import numpy.typing as npt
 
 from citeline.errors import MissingExtraError
-from citeline.index.engine_keyword import _write_json, read_state
+from citeline.index.sqlite.engine_keyword import _write_json, read_state
 
 Rowids = npt.NDArray[np.int64]
 Matrix = npt.NDArray[np.float32]

@@ -22,11 +22,11 @@ from collections import Counter
 from typing import TYPE_CHECKING, Any
 
 from citeline.index.base import Problem
-from citeline.index.postgres_schema import hnsw_index_sql
-from citeline.index.postgres_text import tokenizer, tsvector_literal
+from citeline.index.postgres.schema import hnsw_index_sql
+from citeline.index.postgres.text import tokenizer, tsvector_literal
 
 if TYPE_CHECKING:
-    from citeline.index.postgres import PostgresStore
+    from citeline.index.postgres.store import PostgresStore
 
 _SHOW = 5  # examples named per problem
 _BATCH = 2000  # chunks re-tokenised per statement when the keyword side is rebuilt
@@ -211,7 +211,7 @@ def _vector_problems(conn: Any, info: Any) -> list[tuple[Problem, str | None]]:
 
 
 def _repair(conn: Any, steps: set[str], embedder: str | None) -> None:
-    from citeline.index.postgres_write import remove_documents
+    from citeline.index.postgres.write import remove_documents
 
     if "orphans" in steps:
         for table in ("doc_tags", "doc_acl", "chunks", "postings"):
