@@ -9,9 +9,9 @@ import numpy as np
 import pytest
 
 from citeline.errors import NotAnIndexError, SchemaTooNewError
+from citeline.index.sqlite import SqliteStore
 from citeline.index.sqlite.dense import DenseMatrix
 from citeline.index.sqlite.schema import SCHEMA_VERSION
-from citeline.index.sqlite import SqliteStore
 
 
 def test_new_index_uses_wal_and_records_schema_version(tmp_path: Path) -> None:

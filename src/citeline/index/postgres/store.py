@@ -24,8 +24,8 @@ from psycopg_pool import ConnectionPool, PoolTimeout
 
 from citeline.errors import CitelineError, EmbedderMismatchError
 from citeline.index.base import DocumentWrite, EmbedderInfo, Problem, Vector
-from citeline.index.postgres.documents import PostgresDocuments
 from citeline.index.postgres.connection import unreachable_error
+from citeline.index.postgres.documents import PostgresDocuments
 from citeline.index.postgres.schema import SCHEMA_VERSION, TABLES, hnsw_index_sql, open_schema
 from citeline.index.postgres.text import as_array, tokenizer
 from citeline.models import Chunk, Document

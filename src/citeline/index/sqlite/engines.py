@@ -42,11 +42,11 @@ import numpy.typing as npt
 
 from citeline.errors import IndexBusyError
 from citeline.index.base import Problem
+from citeline.index.sql.filters import filter_sql
 from citeline.index.sqlite.changelog import changed_rowids, log_floor, log_position
 from citeline.index.sqlite.engine_keyword import KeywordEngine, SliceIndex, read_state
 from citeline.index.sqlite.engine_vector import VectorEngine
 from citeline.index.sqlite.schema import snapshot
-from citeline.index.sql.filters import filter_sql
 from citeline.retrieval.filters import Filter
 
 log = logging.getLogger(__name__)

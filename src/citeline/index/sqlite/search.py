@@ -26,14 +26,14 @@ from typing import TYPE_CHECKING
 import numpy as np
 import numpy.typing as npt
 
-from citeline.index.sqlite import dense
 from citeline.index.base import Vector
+from citeline.index.sql.filters import filter_sql
+from citeline.index.sqlite import dense
 from citeline.index.sqlite.changelog import log_position
+from citeline.index.sqlite.connections import SqliteRecords
 from citeline.index.sqlite.dense import DenseMatrix
 from citeline.index.sqlite.engines import Engines, EngineState
 from citeline.index.sqlite.schema import FTS_TOKENIZER, snapshot
-from citeline.index.sql.filters import filter_sql
-from citeline.index.sqlite.connections import SqliteRecords
 from citeline.retrieval.bm25 import fts_match_expression, fts_quote, keyword_phrases
 from citeline.retrieval.filters import Filter
 

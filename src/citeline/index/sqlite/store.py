@@ -20,10 +20,10 @@ import numpy as np
 
 from citeline.errors import CitelineError, EmbedderMismatchError, NotAnIndexError, SchemaTooNewError
 from citeline.index.base import EmbedderInfo, Problem, StoredFile, Vector
+from citeline.index.sql.filters import filter_sql
 from citeline.index.sqlite.dense import DenseMatrix
 from citeline.index.sqlite.engines import Engines, EngineSettings, engines_present
 from citeline.index.sqlite.schema import SCHEMA_VERSION, migrate, snapshot, storage_error, transaction
-from citeline.index.sql.filters import filter_sql
 from citeline.index.sqlite.write import SqliteWrites
 from citeline.index.sqlite.write import text_hash as text_hash  # callers import it from here
 from citeline.models import Chunk, Document
