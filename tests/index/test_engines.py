@@ -1,4 +1,4 @@
-"""The embedded store's derived engines (index/engines.py): tombstones and compaction, catching up
+"""The embedded store's derived engines (index/sqlite/engines.py): tombstones and compaction, catching up
 from the change log (also past a compacted log), `check` and `check --repair`, filtered recall.
 The Store contract runs against them too (tests/index/test_store_contract.py, "sqlite-engines");
 kills: tests/reliability/test_engine_crash.py."""

@@ -7,28 +7,31 @@ prints it (``location`` and every error carry the redacted URL).
 Writes run in one transaction each, holding the writer lock (pg_advisory_xact_lock): writers take
 turns, as with SQLite, while readers never wait and see a document either as it was or as it is
 now. Parsing and embedding, the expensive part of ingestion, happen before and in parallel.
-Schema: postgres_schema.py (Citus-ready); search: postgres_search.py; records: postgres_records.py.
+What it shares with the embedded store is in index/sql/; here: the pool and its settings, bulk
+loads, and what it derives from the rows it writes (write.py). Schema: schema.py (Citus-ready);
+search: search.py; connections and their errors: connection.py.
 """
 
 from __future__ import annotations
 
 import threading
 from collections import OrderedDict
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
-import numpy as np
 import psycopg  # a missing extra fails here: the registry names citeline[postgres]
 from psycopg_pool import ConnectionPool, PoolTimeout
 
-from citeline.errors import CitelineError, EmbedderMismatchError
-from citeline.index.base import DocumentWrite, EmbedderInfo, Problem, Vector
+from citeline.errors import CitelineError
+from citeline.index.base import DocumentWrite, EmbedderInfo
 from citeline.index.postgres.connection import unreachable_error
-from citeline.index.postgres.documents import PostgresDocuments
 from citeline.index.postgres.schema import SCHEMA_VERSION, TABLES, hnsw_index_sql, open_schema
-from citeline.index.postgres.text import as_array, tokenizer
-from citeline.models import Chunk, Document
+from citeline.index.postgres.search import PostgresSearch
+from citeline.index.postgres.write import insert_chunks, rebuild_keyword
+from citeline.index.sql.dialect import POSTGRES, Session
+from citeline.index.sql.fts5 import tokenizer
+from citeline.index.sql.writes import NewChunk
 from citeline.settings import Settings, redact_url
 
 if TYPE_CHECKING:
@@ -40,7 +43,9 @@ def _error(url: str, exc: BaseException) -> CitelineError:
     return CitelineError(f"PostgreSQL at {redact_url(url)}: {redact_url(str(exc), secret_of=url)}")
 
 
-class PostgresStore(PostgresDocuments):
+class PostgresStore(PostgresSearch):
+    dialect = POSTGRES
+
     def __init__(
         self, url: str, *, create: bool = True, read_only: bool = False, settings: Settings | None = None
     ) -> None:
@@ -111,11 +116,6 @@ class PostgresStore(PostgresDocuments):
     def close(self) -> None:
         self.pool.close()
 
-    def check(self, repair: bool = False) -> list[Problem]:
-        from citeline.index.postgres.checks import check_store
-
-        return check_store(self, repair)
-
     @contextmanager
     def bulk_load(self) -> Iterator[None]:
         """Load many documents at once: the HNSW index is dropped while loading and built once at
@@ -133,164 +133,65 @@ class PostgresStore(PostgresDocuments):
                     conn.execute("SET LOCAL maintenance_work_mem = '512MB'")
                     conn.execute(hnsw_index_sql(dim))
 
-    # -- index metadata -------------------------------------------------------------------------
+    # -- what it derives from its rows (the hooks of index/sql/store.py) -------------------------
 
-    def embedder_info(self) -> EmbedderInfo | None:
-        with self._read() as conn:
-            rows = dict(conn.execute("SELECT key, value FROM meta WHERE key LIKE 'embedder%%'").fetchall())
-        if "embedder" not in rows:
-            return None
-        return EmbedderInfo(
-            rows["embedder"], rows.get("embedder_version", ""), int(rows.get("embedder_dim", 0))
+    def _bump(self, s: Session, chunks: int = 0, tokens: int = 0) -> None:
+        """Move the corpus totals (BM25's N and average length) and the generation, last in a write."""
+        s.execute(
+            "UPDATE counters SET value = value + CASE name WHEN 'generation' THEN 1 WHEN 'chunks' THEN ? "
+            "ELSE ? END",
+            (chunks, tokens),
         )
 
-    def bind_embedder(self, name: str, version: str, dim: int) -> None:
-        info = self.embedder_info()
-        if info is None:
+    def _prepare(self, writes: Sequence[DocumentWrite]) -> list[list[str]]:
+        """The chunks' FTS5 tokens, before the transaction (the writer lock is held for less)."""
+        return tokenizer().tokenize([c.index_text for w in writes for c in w.chunks])
+
+    def _insert_chunks(self, s: Session, chunks: Sequence[NewChunk], prepared: Any) -> int:
+        return insert_chunks(s.conn, chunks, prepared)
+
+    def _embedder_changed(self, s: Session, name: str, dim: int) -> None:
+        """Each chunk's copy of its vector from the embedder's, and the HNSW index for its dimension."""
+        s.execute("DROP INDEX IF EXISTS chunks_embedding_hnsw")
+        s.execute(
+            "UPDATE chunks c SET embedding = e.vector FROM embeddings e "
+            "WHERE e.text_hash = c.text_hash AND e.embedder = ?",
+            (name,),
+        )
+        s.execute(hnsw_index_sql(dim))
+
+    def repair_derived(self, s: Session, steps: set[str], info: EmbedderInfo | None) -> None:
+        if "keyword" in steps:
+            rebuild_keyword(s.conn)
+        # The totals are recounted whenever anything was repaired (one pass), and the generation moves.
+        s.execute(
+            "UPDATE counters SET value = CASE name WHEN 'chunks' THEN (SELECT count(*) FROM chunks) "
+            "WHEN 'tokens' THEN (SELECT coalesce(sum(n_tokens), 0) FROM chunks) ELSE value + 1 END"
+        )
+
+    def after_repair(self, steps: set[str], info: EmbedderInfo | None) -> None:
+        if "hnsw" in steps and info is not None:
             with self._write() as conn:
-                if self._one_in(conn, "SELECT value FROM meta WHERE key = 'embedder'") is None:
-                    self._set_meta(conn, "embedder", name)
-                    self._set_meta(conn, "embedder_version", version)
-                    self._set_meta(conn, "embedder_dim", str(dim))
-                    conn.execute(hnsw_index_sql(dim))
-            info = self.embedder_info()
-        if info is not None and (info.name, info.version, info.dim) != (name, version, dim):
-            raise EmbedderMismatchError(f"{info.name} ({info.version})", name)
+                conn.execute("DROP INDEX IF EXISTS chunks_embedding_hnsw")
+                conn.execute(hnsw_index_sql(info.dim))
 
-    # -- documents ------------------------------------------------------------------------------
+    # -- about the index --------------------------------------------------------------------------
 
-    def replace_document(
-        self,
-        document: Document,
-        text: str,
-        chunks: Sequence[Chunk],
-        vectors: Mapping[str, Vector],
-        page_starts: Sequence[int] = (),
-        original: bytes | None = None,
-    ) -> None:
-        self.replace_documents(
-            [DocumentWrite(document, text, tuple(chunks), vectors, tuple(page_starts), original)]
-        )
+    def write_mark(self) -> None:
+        return None  # writers on other servers leave no cheap trace here: read again every time
 
-    def replace_documents(self, writes: Sequence[DocumentWrite]) -> None:
-        from citeline.index.postgres.write import write_documents
-
-        name = self.meta("embedder")
-        if name is None:
-            raise CitelineError("Bind an embedder to the index before adding documents.")
-        token_lists = tokenizer().tokenize([c.index_text for w in writes for c in w.chunks])
-        with self._write() as conn:
-            chunks, tokens = write_documents(conn, name, writes, token_lists)
-            self._bump(conn, chunks, tokens)
-
-    def update_access(self, document_id: str, tags: Mapping[str, str], acl: Iterable[str]) -> None:
-        with self._write() as conn:
-            conn.execute("DELETE FROM doc_tags WHERE document_id = %s", (document_id,))
-            conn.execute("DELETE FROM doc_acl WHERE document_id = %s", (document_id,))
-            if tags:
-                conn.cursor().executemany(
-                    "INSERT INTO doc_tags (document_id, key, value) VALUES (%s, %s, %s)",
-                    [(document_id, k, v) for k, v in tags.items()],
+    def _size_bytes(self) -> int:
+        with self.reading() as s:
+            return int(
+                s.value(
+                    "SELECT coalesce(sum(pg_total_relation_size(c.oid)), 0) FROM pg_class c "
+                    "WHERE c.relname = ANY(?) AND c.relnamespace = current_schema()::regnamespace",
+                    (list(TABLES),),
                 )
-            if acl:
-                conn.cursor().executemany(
-                    "INSERT INTO doc_acl (document_id, entry) VALUES (%s, %s)",
-                    [(document_id, e) for e in sorted(set(acl))],
-                )
-            self._bump(conn)
-
-    def remove_document(self, document_id: str) -> None:
-        from citeline.index.postgres.write import remove_documents
-
-        with self._write() as conn:
-            chunks, tokens = remove_documents(conn, [document_id])
-            self._bump(conn, -chunks, -tokens)
-
-    # -- vectors --------------------------------------------------------------------------------
-
-    def cached_vectors(self, text_hashes: Iterable[str], embedder: str | None = None) -> dict[str, Vector]:
-        name = embedder or self.meta("embedder")
-        hashes = list(dict.fromkeys(text_hashes))
-        if not hashes:
-            return {}
-        with self._read() as conn:
-            rows = conn.execute(
-                "SELECT text_hash, vector FROM embeddings WHERE embedder = %s AND text_hash = ANY(%s)",
-                (name, hashes),
-            ).fetchall()
-        return {h: as_array(v) for h, v in rows}
-
-    def all_text_hashes(self) -> list[tuple[str, str]]:
-        with self._read() as conn:
-            rows = conn.execute("SELECT text_hash, min(index_text) FROM chunks GROUP BY text_hash").fetchall()
-        return [(r[0], r[1]) for r in rows]
-
-    def add_vectors(self, embedder: str, vectors: Mapping[str, Vector]) -> None:
-        with self._write() as conn:
-            conn.cursor().executemany(
-                "INSERT INTO embeddings (text_hash, embedder, vector) VALUES (%s, %s, %s) "
-                "ON CONFLICT (text_hash, embedder) DO UPDATE SET vector = excluded.vector",
-                [(h, embedder, np.asarray(v, dtype=np.float32)) for h, v in vectors.items()],
             )
 
-    def swap_embedder(self, name: str, version: str, dim: int) -> None:
-        with self._write() as conn:
-            missing = self._one_in_params(
-                conn,
-                "SELECT count(*) FROM chunks c WHERE NOT EXISTS (SELECT 1 FROM embeddings e "
-                "WHERE e.text_hash = c.text_hash AND e.embedder = %s)",
-                (name,),
-            )
-            if missing:
-                raise CitelineError(
-                    f"Reindex incomplete: {missing} chunks lack '{name}' vectors; nothing swapped."
-                )
-            conn.execute("DROP INDEX IF EXISTS chunks_embedding_hnsw")
-            conn.execute(
-                "UPDATE chunks c SET embedding = e.vector FROM embeddings e "
-                "WHERE e.text_hash = c.text_hash AND e.embedder = %s",
-                (name,),
-            )
-            conn.execute("DELETE FROM embeddings WHERE embedder <> %s", (name,))
-            self._set_meta(conn, "embedder", name)
-            self._set_meta(conn, "embedder_version", version)
-            self._set_meta(conn, "embedder_dim", str(dim))
-            conn.execute(hnsw_index_sql(dim))
-            self._bump(conn)
-
-    @staticmethod
-    def _one_in(conn: Any, sql: str) -> Any:
-        row = conn.execute(sql).fetchone()
-        return None if row is None else row[0]
-
-    @staticmethod
-    def _one_in_params(conn: Any, sql: str, params: Sequence[Any]) -> Any:
-        row = conn.execute(sql, params).fetchone()
-        return None if row is None else row[0]
-
-    def stats(self) -> dict[str, Any]:
-        info = self.embedder_info()
-        with self._read() as conn:
-            documents = self._one_in(conn, "SELECT count(*) FROM documents")
-            vectors = self._one_in(conn, "SELECT count(*) FROM embeddings")
-            size = self._one_in_params(
-                conn,
-                "SELECT coalesce(sum(pg_total_relation_size(c.oid)), 0) FROM pg_class c "
-                "WHERE c.relname = ANY(%s) AND c.relnamespace = current_schema()::regnamespace",
-                (list(TABLES),),
-            )
-            totals = self._totals(conn)
-        return {
-            "index": self.location,
-            "documents": int(documents),
-            "chunks": totals.get("chunks", 0),
-            "vectors": int(vectors),
-            "index_bytes": int(size),
-            "schema_version": SCHEMA_VERSION,
-            "embedder": None
-            if info is None
-            else {"name": info.name, "version": info.version, "dim": info.dim},
-        }
+    def _schema_version(self) -> int:
+        return SCHEMA_VERSION
 
 
 def postgres_factory(

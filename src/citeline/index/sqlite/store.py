@@ -1,50 +1,54 @@
 """The embedded store: one SQLite file (WAL) with FTS5 for BM25 and an in-memory vector matrix.
 
-Every write runs in one transaction, so a reader (or a process killed mid-ingest)
-sees a document either as it was or as it is now, never half-replaced.
+Every write runs in one transaction, so a reader (or a process killed mid-ingest) sees a document
+either as it was or as it is now, never half-replaced. What it shares with the PostgreSQL store
+is in index/sql/; here: opening the folder, connections, the generation that tells readers to
+reload, and the derived engines' upkeep after writes (index/sqlite/engines.py).
 """
 
 from __future__ import annotations
 
-import json
 import logging
 import os
 import sqlite3
 import threading
 import time
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from citeline.errors import CitelineError, EmbedderMismatchError, NotAnIndexError, SchemaTooNewError
-from citeline.index.base import EmbedderInfo, Problem, StoredFile, Vector
-from citeline.index.sql.filters import filter_sql
-from citeline.index.sqlite.dense import DenseMatrix
+from citeline.errors import CitelineError, NotAnIndexError, SchemaTooNewError
+from citeline.index.base import EmbedderInfo, Problem
+from citeline.index.sql.dialect import SQLITE, Session, insert_sql
+from citeline.index.sql.rows import chunk_write_columns
+from citeline.index.sql.rows import text_hash as text_hash  # callers import it from here
+from citeline.index.sql.writes import NewChunk
+from citeline.index.sqlite import schema
+from citeline.index.sqlite.changelog import compact, log_floor, log_position
 from citeline.index.sqlite.engines import Engines, EngineSettings, engines_present
-from citeline.index.sqlite.schema import SCHEMA_VERSION, migrate, snapshot, storage_error, transaction
-from citeline.index.sqlite.write import SqliteWrites
-from citeline.index.sqlite.write import text_hash as text_hash  # callers import it from here
-from citeline.models import Chunk, Document
-from citeline.retrieval.filters import Filter
+from citeline.index.sqlite.schema import SCHEMA_VERSION, migrate, storage_error, transaction
+from citeline.index.sqlite.search import SqliteSearch
 
 log = logging.getLogger(__name__)
 
 if TYPE_CHECKING:
+    from citeline.index.sql.checks import Found
     from citeline.registry import BuildContext
     from citeline.settings import Settings
 
 DB_NAME = "citeline.db"
-
-_DOC_COLUMNS = (
-    "id, source, title, format, content_hash, size, mtime, page_count, metadata, added_at, updated_at, "
-    "collection"
-)
+#: a writer brings the engines up to date itself once this many changes wait for them
+CATCH_UP_CHANGES = 5_000
 
 
-class SqliteStore(SqliteWrites):
+class SqliteStore(SqliteSearch):
     """SQLite (source of truth) + FTS5 (BM25) + a dense matrix (exact cosine search)."""
+
+    dialect = SQLITE
+    _wrote = False
 
     def __init__(self, folder: Path, *, create: bool = True, read_only: bool = False) -> None:
         self.folder = folder
@@ -69,7 +73,7 @@ class SqliteStore(SqliteWrites):
         except BaseException:
             self.close()
             raise
-        self._dense: DenseMatrix | None = None
+        self._dense = None
         self._dense_generation = -1
         self._engines = Engines(folder, self.read_only, EngineSettings())
 
@@ -96,7 +100,7 @@ class SqliteStore(SqliteWrites):
         )
 
     def _connect(self) -> sqlite3.Connection:
-        """A new connection with the index's pragmas (one per thread: see SqliteRecords.conn)."""
+        """A new connection with the index's pragmas (one per thread: see SqliteConnections.conn)."""
         if self.read_only:
             conn = self._connect_read_only()
         else:
@@ -177,129 +181,20 @@ class SqliteStore(SqliteWrites):
             settings.engine_min_chunks, settings.engine_exact_rows, settings.engine_nprobe
         )
 
-    def check(self, repair: bool = False) -> list[Problem]:
-        from citeline.index.sqlite.checks import check_store
+    # -- the read and write contexts ------------------------------------------------------------
 
-        return check_store(self, repair)
-
-    # -- meta --------------------------------------------------------------------------------
-
-    def embedder_info(self) -> EmbedderInfo | None:
-        name = self.meta("embedder")
-        if name is None:
-            return None
-        return EmbedderInfo(name, self.meta("embedder_version") or "", int(self.meta("embedder_dim") or 0))
-
-    def bind_embedder(self, name: str, version: str, dim: int) -> None:
-        """Record the index's embedder on first use; refuse a different one later."""
-        info = self.embedder_info()
-        if info is None:
-            with transaction(self.conn):
-                self._set_meta("embedder", name)
-                self._set_meta("embedder_version", version)
-                self._set_meta("embedder_dim", str(dim))
+    @contextmanager
+    def reading(self, snapshot: bool = False) -> Iterator[Session]:
+        if not snapshot:
+            yield Session(self.conn, SQLITE)
             return
-        if (info.name, info.version, info.dim) != (name, version, dim):
-            raise EmbedderMismatchError(f"{info.name} ({info.version})", name)
+        with schema.snapshot(self.conn) as conn:
+            yield Session(conn, SQLITE)
 
-    # -- documents ---------------------------------------------------------------------------
-
-    def _document(
-        self,
-        row: sqlite3.Row | tuple[Any, ...],
-        tags: dict[str, str] | None = None,
-        acl: tuple[str, ...] | None = None,
-    ) -> Document:
-        doc_id = row[0]
-        if tags is None:
-            tags = dict(
-                self.conn.execute(
-                    "SELECT key, value FROM doc_tags WHERE document_id = ?", (doc_id,)
-                ).fetchall()
-            )
-        if acl is None:
-            acl = tuple(
-                r[0]
-                for r in self.conn.execute(
-                    "SELECT entry FROM doc_acl WHERE document_id = ? ORDER BY entry", (doc_id,)
-                )
-            )
-        return Document(
-            id=doc_id,
-            source=row[1],
-            title=row[2],
-            format=row[3],
-            content_hash=row[4],
-            size=row[5],
-            mtime=row[6],
-            page_count=row[7],
-            tags=tags,
-            acl=acl,
-            metadata=json.loads(row[8]),
-            added_at=row[9],
-            updated_at=row[10],
-            collection=row[11],
-        )
-
-    def get_document(self, document_id: str) -> Document | None:
-        row = self.conn.execute(
-            f"SELECT {_DOC_COLUMNS} FROM documents WHERE id = ?", (document_id,)
-        ).fetchone()
-        return None if row is None else self._document(row)
-
-    def _documents(self, rows: Sequence[sqlite3.Row | tuple[Any, ...]]) -> list[Document]:
-        """Documents of ``rows``, their tags and ACLs read in a few queries (not two per row)."""
-        tags: dict[str, dict[str, str]] = {r[0]: {} for r in rows}
-        acl: dict[str, list[str]] = {r[0]: [] for r in rows}
-        ids = list(tags)
-        for lo in range(0, len(ids), 500):
-            part = ids[lo : lo + 500]
-            marks = ",".join("?" * len(part))
-            for doc_id, key, value in self.conn.execute(
-                f"SELECT document_id, key, value FROM doc_tags WHERE document_id IN ({marks})", part
-            ):
-                tags[doc_id][key] = value
-            for doc_id, entry in self.conn.execute(
-                f"SELECT document_id, entry FROM doc_acl WHERE document_id IN ({marks}) ORDER BY entry", part
-            ):
-                acl[doc_id].append(entry)
-        return [self._document(r, tags[r[0]], tuple(acl[r[0]])) for r in rows]
-
-    def get_documents(self, document_ids: Sequence[str]) -> dict[str, Document]:
-        ids = list(dict.fromkeys(document_ids))
-        out: dict[str, Document] = {}
-        for lo in range(0, len(ids), 500):
-            part = ids[lo : lo + 500]
-            marks = ",".join("?" * len(part))
-            rows = self.conn.execute(
-                f"SELECT {_DOC_COLUMNS} FROM documents WHERE id IN ({marks})", part
-            ).fetchall()
-            out.update((d.id, d) for d in self._documents(rows))
-        return out
-
-    def stored_files(self, collection: str) -> list[StoredFile]:
-        with snapshot(self.conn):  # the documents, their tags and ACLs as of one moment
-            tags: dict[str, dict[str, str]] = {}
-            for doc_id, key, value in self.conn.execute(
-                "SELECT t.document_id, t.key, t.value FROM doc_tags t JOIN documents d "
-                "ON d.id = t.document_id WHERE d.collection = ?",
-                (collection,),
-            ):
-                tags.setdefault(doc_id, {})[key] = value
-            acl: dict[str, list[str]] = {}
-            for doc_id, entry in self.conn.execute(
-                "SELECT a.document_id, a.entry FROM doc_acl a JOIN documents d ON d.id = a.document_id "
-                "WHERE d.collection = ? ORDER BY a.entry",
-                (collection,),
-            ):
-                acl.setdefault(doc_id, []).append(entry)
-            rows = self.conn.execute(
-                "SELECT id, source, content_hash, size, mtime, updated_at, json_extract(metadata, '$.path'), "
-                "json_extract(metadata, '$.pipeline'), json_type(metadata, '$.uploaded_by') IS NOT NULL "
-                "FROM documents WHERE collection = ?",
-                (collection,),
-            ).fetchall()
-        return [StoredFile.from_row(r, tags.get(r[0], {}), acl.get(r[0], ())) for r in rows]
+    @contextmanager
+    def writing(self) -> Iterator[Session]:
+        with self._lock, transaction(self.conn) as conn:
+            yield Session(conn, SQLITE)
 
     def write_mark(self) -> tuple[object, int]:
         # data_version moves when another connection commits, total_changes when this one writes
@@ -308,164 +203,158 @@ class SqliteStore(SqliteWrites):
         (version,) = conn.execute("PRAGMA data_version").fetchone()
         return (conn, version), conn.total_changes
 
-    def find_document(self, source: str, collection: str | None = None) -> Document | None:
-        if collection is not None:
-            sql, params = "collection = ? AND source = ?", [collection, source]
-        else:
-            sql, params = "source = ?", [source]
-        row = self.conn.execute(
-            f"SELECT {_DOC_COLUMNS} FROM documents WHERE {sql} ORDER BY collection LIMIT 1", params
-        ).fetchone()
-        if row is None:  # an absolute file path, as the document was read from
-            row = self.conn.execute(
-                f"SELECT {_DOC_COLUMNS} FROM documents WHERE json_extract(metadata, '$.path') = ? "
-                f"{'AND collection = ?' if collection is not None else ''} LIMIT 1",
-                [source] + ([collection] if collection is not None else []),
-            ).fetchone()
-        return None if row is None else self._document(row)
+    # -- after writes: the generation and the derived engines -------------------------------------
 
-    def documents(self, flt: Filter, limit: int | None = None, offset: int = 0) -> list[Document]:
-        cond, params = filter_sql(flt, "id")
-        sql = (
-            f"SELECT {_DOC_COLUMNS} FROM documents {'WHERE ' + cond if cond else ''} "
-            "ORDER BY collection, source LIMIT ? OFFSET ?"
+    def _bump(self, s: Session, chunks: int = 0, tokens: int = 0) -> None:
+        """Move the generation, which tells readers (the vector matrix) to reload."""
+        self._set_meta(s, "generation", str(int(self._meta(s, "generation") or 0) + 1))
+        if not engines_present(self.folder):  # no engine to catch up: the change log is not needed
+            compact(s.conn, log_position(s.conn))
+
+    def _insert_chunks(self, s: Session, chunks: Sequence[NewChunk], prepared: Any) -> int:
+        # triggers index them in FTS5 and log them for the engines (index/sqlite/schema.py)
+        s.many(insert_sql("chunks", chunk_write_columns(SQLITE)), [c.params for c in chunks])
+        return 0
+
+    def _vectors_added(self, s: Session, embedder: str, text_hashes: Sequence[str]) -> None:
+        if embedder == self._meta(s, "embedder"):  # chunks that gain a vector: the engines add them
+            s.many(
+                "INSERT INTO changes (chunk, op) SELECT rowid, 1 FROM chunks WHERE text_hash = ?",
+                [(h,) for h in text_hashes],
+            )
+        self._bump(s)
+
+    def _after_write(self) -> None:
+        """Bring the derived engines up to date (index/sqlite/engines.py) once ``CATCH_UP_CHANGES``
+        wait for them (a search catches up before that), or drop them when the index fell below
+        the threshold; then compact the change log up to what their files hold. The write itself
+        is committed: a failure here is logged, and the next search catches up again."""
+        self._wrote = True  # close() brings the engines' files up to date
+        try:
+            generation = int(self.meta("generation") or 0)
+            if not self._engines.wanted(self.conn, generation):
+                if engines_present(self.folder):
+                    self._engines.drop()
+                return
+            saved = self._engines.saved_position()
+            if log_position(self.conn) - saved < CATCH_UP_CHANGES:
+                return  # the next search catches up (a tantivy commit per small write costs)
+            if self._engine_state() is None:
+                return
+            saved = self._engines.saved_position()
+            if saved > log_floor(self.conn):
+                with self.writing() as s:
+                    compact(s.conn, saved)
+        except Exception as exc:  # the engines are derived: SQLite holds the write
+            log.warning("%s: the derived engines were not updated (%s)", self.location, exc)
+
+    # -- check (the table and the checker: index/sql/checks.py) -----------------------------------
+
+    def check_probe(
+        self, name: str, s: Session, info: EmbedderInfo | None, found: Sequence[Found]
+    ) -> list[Found]:
+        if name == "fts":
+            return self._fts_problems(s)
+        if info is None:
+            return []
+        if name == "finite-vectors":
+            return self._vector_problems(s, info)
+        if name == "matrix" and not any(step and step.startswith("bad-vectors:") for _, step in found):
+            return self._matrix_problems(s, info)
+        generation = int(self._meta(s, "generation") or 0)
+        if name == "engines" and (self._engines.wanted(s.conn, generation) or engines_present(self.folder)):
+            return [
+                (p, "engines") for p in self._engines.check(s.conn, info.name, info.dim, self._engine_tag())
+            ]
+        return []
+
+    def _fts_problems(self, s: Session) -> list[Found]:
+        """FTS5's rows against the chunks, then its own integrity check (its text against theirs)."""
+        fts_rows = s.value("SELECT COUNT(*) FROM chunks_fts_docsize")
+        chunk_rows = s.value("SELECT COUNT(*) FROM chunks")
+        stray = s.value(
+            "SELECT COUNT(*) FROM chunks_fts_docsize f WHERE NOT EXISTS (SELECT 1 FROM chunks c WHERE c.rowid = f.id)"
         )
-        rows = self.conn.execute(sql, [*params, -1 if limit is None else limit, offset]).fetchall()
-        return self._documents(rows)
+        problem = None
+        if fts_rows != chunk_rows or stray:
+            problem = f"FTS5 holds {fts_rows} rows for {chunk_rows} chunks ({stray} of no chunk)"
+        elif not self.read_only:
+            # an INSERT: on a connection of its own, as the check's read snapshot cannot take the
+            # write lock once another writer has committed
+            conn = self._connect()
+            try:
+                conn.execute("INSERT INTO chunks_fts(chunks_fts, rank) VALUES ('integrity-check', 1)")
+            except sqlite3.DatabaseError as exc:
+                problem = f"FTS5 does not match the chunks' text ({exc})"
+            finally:
+                conn.close()
+        return [(Problem("keyword-index", problem), "fts")] if problem else []
 
-    def count_documents(self, flt: Filter) -> int:
-        cond, params = filter_sql(flt, "id")
-        sql = f"SELECT COUNT(*) FROM documents {'WHERE ' + cond if cond else ''}"
-        return int(self.conn.execute(sql, params).fetchone()[0])
-
-    def original(self, document_id: str) -> bytes | None:
-        row = self.conn.execute(
-            "SELECT b.data FROM documents d JOIN blobs b ON b.content_hash = d.content_hash WHERE d.id = ?",
-            (document_id,),
-        ).fetchone()
-        return None if row is None else bytes(row[0])
-
-    def document_text(self, document_id: str) -> str:
-        row = self.conn.execute("SELECT text FROM documents WHERE id = ?", (document_id,)).fetchone()
-        return "" if row is None else str(row[0])
-
-    def page_starts(self, document_id: str) -> list[int]:
-        row = self.conn.execute("SELECT page_starts FROM documents WHERE id = ?", (document_id,)).fetchone()
-        return [] if row is None else list(json.loads(row[0]))
-
-    # -- vectors -----------------------------------------------------------------------------
-
-    def cached_vectors(self, text_hashes: Iterable[str], embedder: str | None = None) -> dict[str, Vector]:
-        name = embedder or self.meta("embedder")
-        hashes = list(dict.fromkeys(text_hashes))
-        out: dict[str, Vector] = {}
-        for lo in range(0, len(hashes), 500):
-            part = hashes[lo : lo + 500]
-            rows = self.conn.execute(
-                f"SELECT text_hash, vector FROM embeddings WHERE embedder = ? AND text_hash IN ({','.join('?' * len(part))})",
-                [name, *part],
-            )
-            out.update({h: np.frombuffer(v, dtype=np.float32) for h, v in rows})
-        return out
-
-    def all_text_hashes(self) -> list[tuple[str, str]]:
-        """(text_hash, index_text) of every distinct chunk text, for re-embedding."""
-        return [
-            (r[0], r[1])
-            for r in self.conn.execute("SELECT text_hash, MIN(index_text) FROM chunks GROUP BY text_hash")
-        ]
-
-    def add_vectors(self, embedder: str, vectors: Mapping[str, Vector]) -> None:
-        """Store vectors of another embedder side by side (the active one keeps serving)."""
-        with self._lock, transaction(self.conn):
-            self.conn.executemany(
-                "INSERT INTO embeddings (text_hash, embedder, vector) VALUES (?, ?, ?) "
-                "ON CONFLICT(text_hash, embedder) DO UPDATE SET vector = excluded.vector",
-                [(h, embedder, np.asarray(v, dtype=np.float32).tobytes()) for h, v in vectors.items()],
-            )
-            if embedder == self.meta("embedder"):  # chunks that gain a vector: the engines add them
-                self.conn.executemany(
-                    "INSERT INTO changes (chunk, op) SELECT rowid, 1 FROM chunks WHERE text_hash = ?",
-                    [(h,) for h in vectors],
-                )
-            self._bump_generation()
-
-    def swap_embedder(self, name: str, version: str, dim: int) -> None:
-        """Make ``name`` the active embedder in one transaction and drop the old vectors."""
-        with self._lock, transaction(self.conn):
-            missing = self.conn.execute(
-                "SELECT COUNT(*) FROM chunks c WHERE NOT EXISTS (SELECT 1 FROM embeddings e "
-                "WHERE e.text_hash = c.text_hash AND e.embedder = ?)",
-                (name,),
-            ).fetchone()[0]
-            if missing:
-                raise CitelineError(
-                    f"Reindex incomplete: {missing} chunks lack '{name}' vectors; nothing swapped."
-                )
-            self.conn.execute("DELETE FROM embeddings WHERE embedder != ?", (name,))
-            self._set_meta("embedder", name)
-            self._set_meta("embedder_version", version)
-            self._set_meta("embedder_dim", str(dim))
-            self._bump_generation()
-        self._after_write()
-
-    def chunks(self, chunk_ids: Sequence[str]) -> dict[str, tuple[Chunk, Document]]:
-        out: dict[str, tuple[Chunk, Document]] = {}
-        ids = list(dict.fromkeys(chunk_ids))
-        for lo in range(0, len(ids), 500):
-            part = ids[lo : lo + 500]
-            rows = self.conn.execute(
-                'SELECT c.id, c.document_id, c.ordinal, c.start, c."end", c.page, c.page_end, c.heading, c.kind, '
-                'c.index_text, c.token_count, substr(d.text, c.start + 1, c."end" - c.start) '
-                "FROM chunks c JOIN documents d ON d.id = c.document_id "
-                f"WHERE c.id IN ({','.join('?' * len(part))})",
-                part,
-            ).fetchall()
-            # the hits' documents in a few queries, not three per document
-            docs = self.get_documents([r[1] for r in rows])
-            for r in rows:
-                if r[1] not in docs:
-                    continue
-                chunk = Chunk(
-                    id=r[0],
-                    document_id=r[1],
-                    ordinal=r[2],
-                    start=r[3],
-                    end=r[4],
-                    page=r[5],
-                    page_end=r[6],
-                    heading_trail=tuple(json.loads(r[7])),
-                    kind=r[8],
-                    index_text=r[9],
-                    token_count=r[10],
-                    text=r[11],
-                )
-                out[r[0]] = (chunk, docs[r[1]])
-        return out
-
-    def document_chunks(self, document_id: str) -> list[str]:
-        return [
+    def _vector_problems(self, s: Session, info: EmbedderInfo) -> list[Found]:
+        """Vectors of the embedder that are not ``dim`` finite numbers."""
+        size = (info.name, info.dim * 4)
+        bad = [
             r[0]
-            for r in self.conn.execute(
-                "SELECT id FROM chunks WHERE document_id = ? ORDER BY ordinal", (document_id,)
+            for r in s.rows(
+                "SELECT text_hash FROM embeddings WHERE embedder = ? AND length(vector) != ?", size
             )
         ]
+        for text_hash_, vector in s.execute(
+            "SELECT text_hash, vector FROM embeddings WHERE embedder = ? AND length(vector) = ?", size
+        ):
+            if not np.isfinite(np.frombuffer(vector, dtype=np.float32)).all():
+                bad.append(text_hash_)
+        if not bad:
+            return []
+        detail = f"{len(bad)} vectors are not {info.dim} finite numbers (embedder {info.name})"
+        return [(Problem("vectors", detail), "bad-vectors:" + ",".join(bad))]
 
-    def stats(self) -> dict[str, Any]:
-        documents = self.conn.execute("SELECT COUNT(*) FROM documents").fetchone()[0]
-        info = self.embedder_info()
-        size = sum(p.stat().st_size for p in self.folder.glob(DB_NAME + "*") if p.is_file())
-        return {
-            "index": str(self.folder),
-            "documents": int(documents),
-            "chunks": self.count_chunks(Filter.admin()),
-            "vectors": int(self.conn.execute("SELECT COUNT(*) FROM embeddings").fetchone()[0]),
-            "index_bytes": size,
-            "schema_version": int(self.meta("schema_version") or 0),
-            "embedder": None
-            if info is None
-            else {"name": info.name, "version": info.version, "dim": info.dim},
-        }
+    def _matrix_problems(self, s: Session, info: EmbedderInfo) -> list[Found]:
+        """The vector matrix builds, with a row per chunk that has a vector."""
+        chunk_rows = s.value("SELECT COUNT(*) FROM chunks")
+        missing = s.value(
+            "SELECT COUNT(*) FROM chunks c WHERE NOT EXISTS "
+            "(SELECT 1 FROM embeddings e WHERE e.text_hash = c.text_hash AND e.embedder = ?)",
+            (info.name,),
+        )
+        self._dense = None
+        try:
+            matrix = self._dense_matrix()
+        except (ValueError, sqlite3.DatabaseError) as exc:
+            return [(Problem("vector-index", f"the vector matrix cannot be built: {exc}"), None)]
+        if len(matrix) == chunk_rows - missing and matrix.matrix.shape[1:] == (info.dim,):
+            return []
+        detail = (
+            f"the vector matrix has {len(matrix)} rows of {matrix.matrix.shape[1:]} for "
+            f"{chunk_rows - missing} chunks with vectors of dimension {info.dim}"
+        )
+        return [(Problem("vector-index", detail), "dense")]
+
+    def repair_derived(self, s: Session, steps: set[str], info: EmbedderInfo | None) -> None:
+        for step in steps:
+            if step.startswith("bad-vectors:") and info is not None:
+                hashes = [h for h in step[len("bad-vectors:") :].split(",") if h]
+                s.many(
+                    "DELETE FROM embeddings WHERE text_hash = ? AND embedder = ?",
+                    [(h, info.name) for h in hashes],
+                )
+        # FTS5 is rebuilt from the chunks whenever anything was repaired: it costs one pass.
+        s.execute("INSERT INTO chunks_fts(chunks_fts) VALUES ('rebuild')")
+        self._bump(s)
+
+    def after_repair(self, steps: set[str], info: EmbedderInfo | None) -> None:
+        self._dense = None  # rebuilt from SQLite on next use
+        generation = int(self.meta("generation") or 0)
+        if info is not None and (self._engines.wanted(self.conn, generation) or engines_present(self.folder)):
+            self._engines.rebuild(self.conn, info.name, info.dim, self._engine_tag())
+
+    # -- about the index --------------------------------------------------------------------------
+
+    def _size_bytes(self) -> int:
+        return sum(p.stat().st_size for p in self.folder.glob(DB_NAME + "*") if p.is_file())
+
+    def _schema_version(self) -> int:
+        return int(self.meta("schema_version") or 0)
 
 
 def sqlite_factory(
