@@ -63,6 +63,3 @@ class KeywordQuery:
     def tsquery(self) -> str:
         """Rows holding any phrase (the embedded store's ``"a" OR "b c"``)."""
         return " | ".join(self.phrase_tsquery(p) for p in self.phrases)
-
-    def lexemes(self) -> list[str]:
-        return sorted({t for p in self.phrases for t in p})
