@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import os
 import sys
+import warnings
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -24,18 +25,19 @@ from typing import TYPE_CHECKING, Any, TypeGuard, TypeVar
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
 import click
-from rich.console import Console
 from rich.markup import escape
 
 from citeline import terminal
 from citeline.cli_output import (
     JSON_META_KEY,
+    OutputConsole,
     dumps,
     error_json,
     json_option,
     json_requested,
     open_kb,
     print_json,
+    quiet_broken_pipe,
 )
 from citeline.errors import (
     EXIT_INTERNAL,
@@ -59,8 +61,8 @@ LOCAL = Principal.local_admin()
 
 F = TypeVar("F", bound=Callable[..., Any])
 
-out = Console(soft_wrap=True, highlight=False)
-err = Console(stderr=True, highlight=False, soft_wrap=True)
+out = OutputConsole(soft_wrap=True, highlight=False)
+err = OutputConsole(stderr=True, highlight=False, soft_wrap=True)
 
 
 def _kb(ctx: click.Context, create: bool = False, **overrides: Any) -> KnowledgeBase:
@@ -167,10 +169,12 @@ class CitelineGroup(click.Group):
         except CitelineError as exc:
             report = getattr(exc, "report", None)
             if _is_ingest_report(report) and not json_requested(ctx):
-                _print_report(report)  # what was done before the index could not be written
+                _print_report(report, stopped=True)  # what was done before the index could not be written
             _fail(ctx, type(exc).__name__, str(exc), exc.exit_code, report)
         except KeyboardInterrupt:
             _fail(ctx, "interrupted", "interrupted", EXIT_INTERRUPTED)
+        except BrokenPipeError:  # `citeline documents | head -1`: the reader has what it wanted
+            quiet_broken_pipe()
         except click.ClickException as exc:
             if not json_requested(ctx):
                 raise
@@ -218,6 +222,20 @@ def _fail(ctx: click.Context, code: str, message: str, exit_code: int, report: o
 def main(ctx: click.Context, index: str) -> None:
     """Ask questions of your documents; every answer sentence cites its source."""
     ctx.obj = {"index": index}
+    warnings.showwarning = _show_warning
+
+
+def _show_warning(
+    message: Warning | str,
+    category: type[Warning],
+    filename: str,
+    lineno: int,
+    file: Any = None,
+    line: str | None = None,
+) -> None:
+    """A warning from citeline or a library is a one-line note for the user, not Python's
+    "file:line: UserWarning" with the source line under it."""
+    err.print(f"[yellow]note:[/yellow] {_n(message)}")
 
 
 @main.command()
@@ -309,7 +327,9 @@ def add_exit_code(report: IngestReport) -> int:
     return EXIT_OK
 
 
-def _print_report(report: IngestReport) -> None:
+def _print_report(report: IngestReport, stopped: bool = False) -> None:
+    """The report: each file that failed or was skipped, the notes, and the summary line (after an
+    error: what was done before it, the error's message saying what was not)."""
     for source, reason in report.failed:
         err.print(f"[yellow]failed:[/yellow] {_n(source)}: {_n(reason)}")
     for source, reason in report.skipped:
@@ -320,7 +340,7 @@ def _print_report(report: IngestReport) -> None:
         err.print(f"[yellow]missing:[/yellow] {_n(source)} (its file is gone; kept)")
     for note in report.notes:
         err.print(f"[yellow]note:[/yellow] {_n(note)}")
-    out.print(report.summary())
+    out.print(f"before the error: {report.summary()}" if stopped else report.summary())
 
 
 @main.command()
@@ -396,6 +416,8 @@ def print_answer(answer: Answer) -> None:
         out.print("\n[bold]Sources[/bold]")
     for c in answer.citations:
         page = f", page {c.page}" if c.page else ""
+        if c.page_label and c.page_label != str(c.page):  # what is printed on the page (PDF labels)
+            page += f" (printed page {_n(c.page_label)})"
         out.print(
             f"[{c.n}] {_n(c.source)}{page} — {_n(c.heading or c.title)} [dim](chars {c.start}:{c.end})[/dim]"
         )
@@ -421,6 +443,9 @@ def ask(
     else:
         print_answer(answer)
     trace = kb.trace(answer.trace_id) if explain and answer.trace_id else None
+    if explain and trace is None:
+        why = "the index is read-only here" if kb.store.read_only else "trace = false, or it was not written"
+        err.print(f"[yellow]note:[/yellow] no trace was stored for this answer ({why})")
     if trace is not None:
         err.print("\n[bold]Trace[/bold]")
         click.echo(dumps(trace.to_json()), err=True)

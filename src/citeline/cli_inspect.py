@@ -34,6 +34,11 @@ def show(ctx: click.Context, source: str, page: int | None, span: str | None) ->
             start, end = int(a), int(b)
         except ValueError as exc:
             raise click.BadParameter("use START:END, e.g. 120:480", param_hint="--span") from exc
+        if start > end:
+            raise click.BadParameter(
+                f"{start}:{end} is reversed: START comes first (did you mean {end}:{start}?)",
+                param_hint="--span",
+            )
     kb = _kb(ctx)
     doc = kb.document(source, LOCAL)
     text = kb.text(doc)

@@ -5,16 +5,23 @@ remembered for the whole invocation, so that whatever goes wrong afterwards (a m
 a bad value, an index that cannot be opened) is printed as one JSON object on stdout,
 ``{"error": {"code", "message", "exit_code"}}``, with the same non-zero exit code as without
 ``--json``. Without ``--json`` errors are one line on stderr.
+
+When the reader of the output goes away (``citeline documents | head -1``), the command stops
+quietly with exit code 141, as a Unix tool killed by SIGPIPE does (``quiet_broken_pipe``).
 """
 
 from __future__ import annotations
 
 import json
+import os
+import sys
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, NoReturn, TypeVar
 
 import click
+from rich.console import Console
 
+from citeline.errors import EXIT_BROKEN_PIPE
 from citeline.terminal import json_text
 
 if TYPE_CHECKING:
@@ -30,6 +37,26 @@ def _remember(ctx: click.Context, _param: click.Parameter, value: bool) -> bool:
     if value:
         ctx.meta[JSON_META_KEY] = True
     return value
+
+
+def quiet_broken_pipe() -> NoReturn:
+    """Stop quietly: nobody reads standard output any more. It is pointed at /dev/null first, so
+    that Python's last flush of what is still buffered cannot fail with a second error."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+    except (OSError, ValueError):  # no file descriptor behind sys.stdout (captured output)
+        pass
+    sys.exit(EXIT_BROKEN_PIPE)
+
+
+class OutputConsole(Console):
+    """A rich console whose closed pipe stops the command quietly (rich exits 1 by default)."""
+
+    def on_broken_pipe(self) -> None:
+        self.quiet = True
+        quiet_broken_pipe()
 
 
 def json_option(help: str = 'Print JSON (errors too: {"error": {...}} on stdout).') -> Callable[[F], F]:

@@ -165,6 +165,12 @@ class Components:
         from citeline.answer.answerer import Answerer
         from citeline.answer.extractive import ExtractiveGenerator
 
+        # Answering embeds the context's units: the embedder may build its optimised model now,
+        # in the background, instead of a quick one for the question first (embedding/onnx.py).
+        expect_volume = getattr(self.embedder, "expect_volume", None)
+        if expect_volume is not None:
+            expect_volume()
+
         # An LLM is called only where an extractive answer would not refuse for lack of any unit
         # close to the question (``min_answer_score``); the extractive generator checks it itself.
         floor = (
@@ -172,12 +178,14 @@ class Components:
             if isinstance(self.generator, ExtractiveGenerator)
             else ExtractiveGenerator(self.embedder, min_score=self._settings.min_answer_score)
         )
+        # A read-only index answers without writing a trace, rather than failing to write one.
+        settings = self._settings.replace(trace=False) if self._store.read_only else self._settings
         return Answerer(
             self._store,
             self.retriever(),
             self.generator,
             self.verifier,
-            self._settings,
+            settings,
             self.reranker,
             reader=self.reader,
             floor=floor,

@@ -6,12 +6,17 @@ Exit codes of the ``citeline`` command (README, "Exit codes"):
 * 1 ``EXIT_ERROR``: an error; nothing (more) was done (the message says why).
 * 2 ``EXIT_USAGE``: a usage error: an unknown option, a bad value, a path that does not exist.
 * 3 ``EXIT_PARTIAL``: some files failed (the others were done; the summary says which).
-* 4 ``EXIT_UNAVAILABLE``: the index could not be written: busy (another writer), read-only, disk full.
+* 4 ``EXIT_UNAVAILABLE``: the index could not be written: busy (another writer), read-only, disk full;
+  or the Ray cluster of ``--workers`` cannot be reached or refuses this client now.
 * 70 ``EXIT_INTERNAL``: a bug (CITELINE_DEBUG=1 prints the traceback).
 * 130: interrupted (Ctrl-C).
+* 141: the reader of the output went away (``citeline documents | head -1``): nothing is printed,
+  as a Unix tool killed by SIGPIPE exits (128 + 13).
 """
 
 from __future__ import annotations
+
+import errno
 
 EXIT_OK = 0
 EXIT_ERROR = 1
@@ -20,6 +25,7 @@ EXIT_PARTIAL = 3
 EXIT_UNAVAILABLE = 4
 EXIT_INTERNAL = 70
 EXIT_INTERRUPTED = 130
+EXIT_BROKEN_PIPE = 141
 
 
 class CitelineError(Exception):
@@ -48,6 +54,35 @@ class NotAnIndexError(CitelineError):
             f"{path} is not a citeline index{detail}. Point --index (or CITELINE_INDEX) at an "
             "index folder, or at an empty or new folder to create one."
         )
+
+
+class IndexFolderError(CitelineError):
+    """The index folder cannot be created or opened where it was asked for."""
+
+    def __init__(self, path: str, reason: str) -> None:
+        super().__init__(
+            f"Cannot create the index folder {path}: {reason}. Point --index (or CITELINE_INDEX) "
+            "at a folder you can write."
+        )
+
+
+_FOLDER_ERRORS = {
+    errno.ENOTDIR: "a part of its path is a file, not a folder",
+    errno.EACCES: "permission denied",
+    errno.EPERM: "permission denied",
+    errno.EROFS: "the file system is read-only",
+    errno.ENOSPC: "the disk is full",
+    errno.ENAMETOOLONG: "the path is too long",
+    # mkdir -p reports ENOENT where a parent cannot hold folders (/proc, /sys)
+    errno.ENOENT: "folders cannot be made there",
+}
+
+
+def folder_error_reason(exc: OSError) -> str:
+    """Why a folder could not be created or read, in words, with the system's own message."""
+    said = exc.strerror or type(exc).__name__
+    reason = _FOLDER_ERRORS.get(exc.errno or 0)
+    return f"{reason} ({said})" if reason else said
 
 
 class SchemaTooNewError(CitelineError):
@@ -82,7 +117,9 @@ class MissingExtraError(CitelineError, ImportError):
 
 
 class InvalidQuestionError(CitelineError):
-    pass
+    """An empty or overlong question (or search query): the command was used wrongly."""
+
+    exit_code = EXIT_USAGE
 
 
 class DocumentNotFoundError(CitelineError):
@@ -111,6 +148,13 @@ class UsageError(CitelineError):
 class IndexUnavailableError(CitelineError):
     """The index cannot be written now: another writer holds it, it is read-only, or the disk is
     full. Nothing was half-written; the command can be run again once the cause is gone."""
+
+    exit_code = EXIT_UNAVAILABLE
+
+
+class WorkersUnavailableError(CitelineError):
+    """The Ray cluster given to ``--workers`` cannot be reached or refuses this client (no token,
+    another token); nothing was added. The message names the address and what to check."""
 
     exit_code = EXIT_UNAVAILABLE
 

@@ -19,7 +19,9 @@ from citeline.answer.generators.base import Generator
 from citeline.components import Components, open_store
 from citeline.errors import AccessError, DocumentNotFoundError, InvalidQuestionError
 from citeline.index.base import Problem, Store
-from citeline.models import DEFAULT_COLLECTION, Answer, Document, Hit
+from citeline.models import DEFAULT_COLLECTION, Answer, Document, Hit, utf8_name
+from citeline.page_labels import METADATA_KEY as PAGE_LABELS
+from citeline.page_labels import page_label
 from citeline.retrieval.filters import Filter, Principal
 from citeline.retrieval.hybrid import Retrieval
 from citeline.retrieval.query import analyze
@@ -241,13 +243,35 @@ class KnowledgeBase:
         """Answer with citations, or refuse. ``on_text`` receives the answer text as it streams;
         ``on_sentence`` each sentence once checked, ``on_progress`` each stage as it is reached
         (see citeline.answer.streaming)."""
-        return self.components.answerer().ask(
+        answer = self.components.answerer().ask(
             question,
             access_filter(principal, flt),
             on_text=on_text,
             on_sentence=on_sentence,
             on_progress=on_progress,
         )
+        return self._with_page_labels(answer)
+
+    def _with_page_labels(self, answer: Answer) -> Answer:
+        """The answer with each cited page's printed label, where its document has labels."""
+        paged = {c.document_id for c in answer.citations if c.page is not None}
+        if not paged:
+            return answer
+        docs = self.store.get_documents(sorted(paged))
+        cited = []
+        for c in answer.citations:
+            doc = docs.get(c.document_id)
+            if doc is None or c.page is None or PAGE_LABELS not in doc.metadata:
+                cited.append(c)
+                continue
+            cited.append(
+                replace(
+                    c,
+                    page_label=page_label(doc.metadata, c.page),
+                    page_end_label=page_label(doc.metadata, c.page_end),
+                )
+            )
+        return replace(answer, citations=tuple(cited))
 
     # -- documents -----------------------------------------------------------------------------
 
@@ -264,6 +288,8 @@ class KnowledgeBase:
     def document(self, source_or_id: str, principal: Principal | None = None) -> Document:
         """A document by id, source or file path, if the principal may read it."""
         flt = access_filter(principal, None)
+        if not utf8_name(source_or_id):
+            raise DocumentNotFoundError(source_or_id)  # a name that is not UTF-8 is never a source
         doc = (
             self.store.get_document(source_or_id)
             or self.store.find_document(Path(source_or_id).as_posix())

@@ -50,6 +50,18 @@ class ParsedDocument:
 DEFAULT_COLLECTION = "default"
 
 
+def utf8_name(name: str) -> bool:
+    """Whether a name (a source, a file name) is valid UTF-8. Python decodes each byte of a file
+    name that is not as a lone surrogate (U+DC80..U+DCFF), which no UTF-8 text or database holds."""
+    if name.isascii():
+        return True
+    try:
+        name.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
 def document_id_for(collection: str, source: str) -> str:
     """A document's id: its collection and its source path relative to the collection's root.
 
@@ -183,6 +195,10 @@ class Citation:
     chunk_id: str
     quote_start: int
     quote_end: int
+    #: the labels printed on ``page`` and ``page_end`` (a PDF's /PageLabels: "ix", "9"), when the
+    #: document has them (citeline.page_labels); ``page`` is always the page's place in the file
+    page_label: str | None = None
+    page_end_label: str | None = None
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -192,6 +208,8 @@ class Citation:
             "title": self.title,
             "page": self.page,
             "page_end": self.page_end,
+            "page_label": self.page_label,
+            "page_end_label": self.page_end_label,
             "heading": self.heading,
             "start": self.start,
             "end": self.end,

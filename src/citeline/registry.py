@@ -253,6 +253,12 @@ def _builtins(r: Registry) -> None:
     )
     r.register(
         "embedder",
+        "minilm-static",
+        "citeline.embedding.static:minilm_static_factory",
+        summary="static token vectors distilled from MiniLM: numpy only, tens of times faster, weaker",
+    )
+    r.register(
+        "embedder",
         "onnx",
         "citeline.embedding.onnx:onnx_dir_factory",
         argument="DIR",

@@ -457,6 +457,13 @@ def cache_root(settings: Settings | None = None) -> Path:
     return Path(base) / "citeline"
 
 
+def process_cache_root() -> Path:
+    """The cache folder for what a process caches with no index's settings at hand (the English
+    word list, optimised ONNX graphs): CITELINE_CACHE, else as cache_root()."""
+    configured = os.environ.get(f"{ENV_PREFIX}CACHE")
+    return Path(configured).expanduser() if configured else cache_root()
+
+
 def debug_enabled() -> bool:
     """CITELINE_DEBUG, read without loading an index (the CLI's error handler asks)."""
     raw = os.environ.get(f"{ENV_PREFIX}DEBUG", "")

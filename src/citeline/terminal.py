@@ -12,8 +12,9 @@ from __future__ import annotations
 import re
 
 # C0 controls, DEL, C1 controls, line/paragraph separators, bidi embeddings/overrides/isolates,
-# the BOM and zero-width characters that hide text
-_UNSAFE = "\x00-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069\u200b-\u200f\ufeff"
+# the BOM and zero-width characters that hide text, and lone surrogates (a file name's bytes that
+# are not UTF-8, as Python decodes them: a terminal cannot even be sent them)
+_UNSAFE = "\x00-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069\u200b-\u200f\ufeff\ud800-\udfff"
 _NAME = re.compile(f"[{_UNSAFE}\\\\]")
 _TEXT = re.compile(f"[{_UNSAFE.replace(chr(0) + '-' + chr(0x1F), '')}\x00-\x08\x0b-\x1f]")
 _NAMED = {"\n": "\\n", "\r": "\\r", "\t": "\\t", "\\": "\\\\"}
@@ -38,11 +39,12 @@ def text(value: object) -> str:
     return _TEXT.sub(_visible, str(value))
 
 
-#: characters a JSON encoder leaves raw (ensure_ascii=False) that a terminal may still act on
-_JSON_UNSAFE = re.compile("[\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069]")
+#: characters a JSON encoder leaves raw (ensure_ascii=False) that a terminal may still act on, or
+#: that cannot be written as UTF-8 at all (lone surrogates)
+_JSON_UNSAFE = re.compile("[\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069\ud800-\udfff]")
 
 
 def json_text(encoded: str) -> str:
-    """JSON text with DEL, C1 controls and bidi overrides as \\u escapes (JSON keeps C0 escaped
-    already). Only ever inside strings, so the result is the same JSON value."""
+    """JSON text with DEL, C1 controls, bidi overrides and lone surrogates as \\u escapes (JSON
+    keeps C0 escaped already). Only ever inside strings, so the result is the same JSON value."""
     return _JSON_UNSAFE.sub(lambda m: f"\\u{ord(m.group(0)):04x}", encoded)

@@ -159,8 +159,10 @@ def test_a_definitions_term_is_read_with_its_first_sentence_and_leads_every_pick
     ]
     others = [c for c in found if c.unit.start > term.unit.start]
     assert others and all(c.parts[0] == term.unit and len(c.parts) >= 2 for c in others)
-    # the same text under a heading that is not its first line: no term, nothing leads, and no
+    # the same text under a heading that is not its first line: no term, but the setting's name on
+    # a line of its own still leads the sentences of its description (units.option_line); no
     # window crosses the paragraph break
     plain = candidates(make_passages((DEFINITION,), heading=("main.cf parameters",)))
-    assert all(len(c.parts) == (2 if c.unit.kind == "window" else 1) for c in plain)
+    described = [c for c in plain if c.unit.kind == "sentence" and c.unit.start > term.unit.start]
+    assert described and all(c.parts[0].text == DEFINED[1] for c in described)
     assert not any(c.unit.kind == "window" and c.unit.start == term.unit.start for c in plain)

@@ -342,6 +342,27 @@ def test_a_batch_is_written_whole_or_not_at_all(store: Store) -> None:
     assert store.get_document(first.id) is not None and store.count_chunks(ADMIN) == 2
 
 
+def test_a_write_says_which_documents_were_there(store: Store) -> None:
+    """Two adds of one folder at once both find a document absent; the write itself tells the
+    second that it replaced one (issue 35: both said "added")."""
+    from citeline.index.base import DocumentWrite
+
+    writes = {}
+    for name in ("b.md", "c.md"):
+        doc_id = document_id_for("default", name)
+        chunk = Chunk(
+            f"{doc_id[:12]}-{0:012d}", doc_id, 0, 0, 4, "text", f"{name} > text", ("H",), "paragraph"
+        )
+        doc = Document(doc_id, name, name, "markdown", f"h-{name}", 4, 1.0, None)
+        writes[name] = DocumentWrite(doc, "text", [chunk], {text_hash(chunk.index_text): _vector(2)})
+    b, c = writes["b.md"], writes["c.md"]
+    assert store.replace_documents([b]) == frozenset()
+    assert store.replace_documents([b, c]) == frozenset({b.document.id})
+    assert store.replace_document(c.document, c.text, c.chunks, c.vectors) is True
+    store.remove_document(c.document.id)
+    assert store.replace_document(c.document, c.text, c.chunks, c.vectors) is False
+
+
 def test_an_adopted_secret_replaces_the_index_own(store: Store) -> None:
     store.secret()
     store.adopt_secret(b"\x01" * 32)

@@ -49,6 +49,17 @@ class Bookmark:
     level: int = 0  # 0 = top level
 
 
+@dataclass(frozen=True)
+class PageLabel:
+    """Pages from ``page`` (0-based) on are labelled ``prefix`` + a number in ``style`` from ``start``
+    (the PDF's /PageLabels: ROMAN_LOWER, ARABIC, LETTERS_UPPER, ...; None: the prefix alone)."""
+
+    page: int
+    style: str | None = "ARABIC"
+    start: int | None = None
+    prefix: str | None = None
+
+
 def wrap(text: str, width: float, size: float = 11.0, font: str = "Helvetica") -> list[str]:
     """Greedy word wrap to `width` points."""
     lines: list[str] = []
@@ -125,6 +136,7 @@ def build_pdf(
     author: str | None = None,
     outline: Sequence[Bookmark] = (),
     user_password: str | None = None,
+    labels: Sequence[PageLabel] = (),
 ) -> bytes:
     buf = io.BytesIO()
     encrypt = (
@@ -137,6 +149,8 @@ def build_pdf(
         c.setTitle(title)
     if author:
         c.setAuthor(author)
+    for label in labels:
+        c.addPageLabel(label.page, style=label.style, start=label.start, prefix=label.prefix)
     by_page: dict[int, list[tuple[int, Bookmark]]] = {}
     for i, bm in enumerate(outline):
         by_page.setdefault(bm.page, []).append((i, bm))

@@ -240,6 +240,9 @@ def test_server_gone_mid_ingest(server: Server, tmp_path: Path, how: str) -> Non
         assert proc.returncode == 4, (proc.returncode, err[-1000:])
         message = _clear(done, url)
         assert "cannot be reached now" in message and "added" in out  # the summary of what was done
+        # ... said as what was done before the error, and the error does not deny it (it said
+        # "nothing was changed" under "80 added")
+        assert out.startswith("before the error: ") and "nothing was changed" not in err
         assert "error connecting in" not in err  # the pool's reconnection warnings stay out of it
         figures["exit_4"] += 1
         server.start()

@@ -50,6 +50,30 @@ from citeline.retrieval.slot import asked_slot
         ("How do I print only the main.cf settings I set?", "procedure", "procedure", ["main.cf"]),
         ("Can two instances share one queue?", "yesno", "any", []),
         ("Tell me about queues.", "other", "any", []),
+        # a value advised for a case, not the default
+        (
+            "What smtpd_client_connection_rate_limit is recommended for 30,000 users?",
+            "recommended",
+            "value",
+            ["smtpd_client_connection_rate_limit"],
+        ),
+        (
+            "How many tlsproxy(8) processes should I allow for 2,000 sessions?",
+            "recommended",
+            "value",
+            ["tlsproxy(8)"],
+        ),
+        ("Why is the optimize option not recommended?", "reason", "any", []),
+        ("How many points does it give by default for a Recommends relationship?", "default", "value", []),
+        # who, when, where: a name, a date or a place (a "when" that asks for a condition is not)
+        ("Who acquired Instagram?", "who", "name", []),
+        ("Which country won the most medals at the 2018 Winter Olympics?", "who", "name", []),
+        ("When was Splatoon 2 released?", "when", "date", []),
+        ("When does the city library open?", "when", "date", []),
+        ("When do several ldap: tables share one connection?", "other", "any", []),
+        ("When is the -x option needed?", "other", "any", ["-x"]),
+        ("Super Bowl 2021 location", "where", "place", []),
+        ("Who won the women's singles U.S. Open in 2021?", "who", "name", []),  # "U.S" is no name
         # a version named in passing is not the subject
         ("How do I read a file in Node 18 with fs.readFile?", "procedure", "procedure", ["fs.readFile"]),
         ("What is `sync.batch_size` for?", "meaning", "definition", ["sync.batch_size"]),
@@ -96,3 +120,19 @@ def test_a_version_named_in_passing_is_a_qualifier_not_a_code(
     assert list(query.qualifiers) == qualifiers == version_qualifiers(question)
     if codes is not None:
         assert list(query.codes) == codes
+
+
+@pytest.mark.parametrize(
+    ("question", "predicate"),
+    [
+        ("Who won the women's singles Wimbledon in 2019?", ("win", "won")),
+        ("When was Splatoon 2 released?", ("relea",)),
+        ("Who acquired Instagram?", ("acqui",)),
+        ("When does the city library open?", ("open",)),
+        ("Who is the director of the Avatar movie?", ()),  # no verb: any name about Avatar
+        ("Who is the lead actress in La La Land?", ()),  # "lead" is no verb after "is the"
+        ("Who was the first person awarded the prize?", ("award",)),
+    ],
+)
+def test_who_and_when_questions_name_what_was_done(question: str, predicate: tuple[str, ...]) -> None:
+    assert asked_slot(question).predicate == predicate

@@ -196,3 +196,17 @@ def test_progress_then_each_sentence_as_it_is_checked(
     assert [x.startswith("sentence:") for x in log[first + 1 : second]] == [True]
     assert [x.startswith("sentence:") for x in log[second + 1 : third]] == [True]
     context.close()
+
+
+def test_the_trace_says_what_the_question_asked_for(browser: Any, url: str, corpus: Corpus) -> None:
+    """ "How was this answered" names the asked slot: the attribute, its subject, the answer's kind."""
+    s = Session(browser, url, corpus.reader_key)
+    page = s.page
+    s.ask("What does error LDG-4012 mean?")
+    page.click("#trace-panel summary")
+    page.wait_for_selector("#trace-body p.slot")
+    assert page.text_content("#trace-body p.slot") == (
+        "Asked for: what it means of LDG-4012 (answered by a definition)"
+    )
+    assert not s.problems, s.problems
+    s.close()

@@ -24,7 +24,7 @@ from citeline.answer.precision import precise_citations
 from citeline.answer.prompt import near_refusal, parse_free_text
 from citeline.answer.reader import Reader, Reading, reading_json
 from citeline.answer.relevance import Relevance, assess
-from citeline.answer.units import heading_context
+from citeline.answer.units import heading_context, table_header
 from citeline.answer.verify import Cited, Support, Verifier
 from citeline.errors import InvalidQuestionError
 from citeline.index.base import Store
@@ -345,7 +345,13 @@ class Answerer:
                 valid = tuple(n for n in dict.fromkeys(s.citations) if n in by_number)
                 dropped += [n for n in s.citations if n not in by_number]
                 cited = [
-                    Cited(n, c.text, c.start, heading_context(c.heading_trail, by_number[n].hit.title))
+                    Cited(
+                        n,
+                        c.text,
+                        c.start,
+                        heading_context(c.heading_trail, by_number[n].hit.title),
+                        table_header(c),
+                    )
                     for n in valid
                     for c in (by_number[n].chunk,)
                 ]

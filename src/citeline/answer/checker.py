@@ -24,8 +24,8 @@ if TYPE_CHECKING:
 _SHORT_PASSAGE = 600  # characters: whole passages up to this long are premises too
 
 
-def premises(n: int, text: str, start: int) -> list[tuple[int, Unit]]:
-    units = passage_units(text, start) or [Unit(start, start + len(text), text, "sentence")]
+def premises(n: int, text: str, start: int, table_header: str = "") -> list[tuple[int, Unit]]:
+    units = passage_units(text, start, table_header) or [Unit(start, start + len(text), text, "sentence")]
     out = [(n, u) for u in units]
     out += [
         (n, Unit(a.start, b.end, f"{a.text} {b.text}", "window"))
@@ -49,7 +49,7 @@ class TrainedChecker:
     def check(self, sentence: str, cited: Sequence[Cited]) -> Support:
         if not cited:
             return Support(False, 0.0, {}, "no valid citation")
-        found = [p for c in cited for p in premises(c.n, c.text, c.start)]
+        found = [p for c in cited for p in premises(c.n, c.text, c.start, c.table_header)]
         # a marker the document wrote is escaped in the answer (⟦7⟧) and plain in the passage ([7])
         claim = unescape_markers(sentence)
         quoted = _verbatim(claim, found)

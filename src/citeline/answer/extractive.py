@@ -23,6 +23,7 @@ from citeline.answer.units import (
     heading_context,
     leads,
     never_an_answer,
+    points_back,
 )
 from citeline.embedding.base import Embedder
 from citeline.embedding.memo import remembered
@@ -111,7 +112,7 @@ class ExtractiveGenerator:
 
     def score_units(self, question: Query | str, passages: Sequence[Passage]) -> list[Scored]:
         query = analyze(question)
-        candidates: list[tuple[int, Unit, str, tuple[Unit, ...], bool]] = []
+        candidates: list[tuple[int, Unit, str, tuple[Unit, ...], bool, str]] = []
         for p in passages:
             context = heading_context(p.chunk.heading_trail, p.hit.title)
             units = chunk_units(p.chunk)
@@ -125,10 +126,17 @@ class ExtractiveGenerator:
                 if never_an_answer(unit.text):
                     continue
                 lead: tuple[Unit, ...] = (*before, unit) if before else ()
-                bearing = bears(query.slot, unit.text, about)
-                candidates.append(
-                    (p.number, unit, f"{context}: {unit.text}" if context else unit.text, lead, bearing)
+                # asked which option: the option's name may be in what the unit is quoted after
+                # ("-i: Incremental mode." before "Read entries from standard input ...")
+                shown = (
+                    " ".join(u.text for u in lead) if query.slot.attribute == "which" and lead else unit.text
                 )
+                if before and points_back(unit.text):
+                    # "This proportion is 500." states the default its sentence before names
+                    shown = f"{before[-1].text} {unit.text}"
+                bearing = bears(query.slot, shown, about)
+                contextual = f"{context}: {unit.text}" if context else unit.text
+                candidates.append((p.number, unit, contextual, lead, bearing, about))
         if not candidates:
             return []
         # A question that first tells a story ("I am 17 and my parents ... Can I get X?") is read
@@ -137,22 +145,51 @@ class ExtractiveGenerator:
         # none worse. The floor stays on the whole question's similarity: on the better of the two
         # it answered 6 more unanswerable questions there (and 6 more answerable ones).
         asking = [query.focus] if query.focus != query.text else []
-        vectors = remembered(self.embedder, [query.text, *asking] + [c[2] for c in candidates])
-        whole = vectors[1 + len(asking) :] @ vectors[0]
-        sims = np.maximum(whole, vectors[1 + len(asking) :] @ vectors[1]) if asking else whole
+        leading = query.slot.attribute in LEADING_ATTRIBUTES
+        # a unit that states the asked value is also compared as the answer quotes it, after its
+        # lead ("By default, all containers get the same proportion ... This proportion is 500."):
+        # alone, "This proportion is 500." resembles no question
+        quoted = {
+            i: f"{c[2].rsplit(': ', 1)[0]}: {' '.join(u.text for u in c[3])}"
+            for i, c in enumerate(candidates)
+            if leading and c[4] and c[3]
+        }
+        texts = [c[2] for c in candidates] + list(quoted.values())
+        vectors = remembered(self.embedder, [query.text, *asking, *texts])
+        units_at = vectors[1 + len(asking) :]
+        whole = units_at[: len(candidates)] @ vectors[0]
+        sims = np.maximum(whole, units_at[: len(candidates)] @ vectors[1]) if asking else whole.copy()
+        for j, i in enumerate(quoted):
+            extra = units_at[len(candidates) + j]
+            sims[i] = max(sims[i], float(extra @ vectors[0]), float(extra @ vectors[1]) if asking else 0.0)
         weights = query.weights or None
         kind = expected_type(query.text)
         codes = exact_codes(query)
         years = query.years  # of the asking part: a story's years are circumstances
         scored: list[Scored] = []
         other_kinds: list[Scored] = []
-        for (n, unit, contextual, lead, bearing), sim, sim_whole in zip(candidates, sims, whole, strict=True):
+        for (n, unit, contextual, lead, bearing, about), sim, sim_whole in zip(
+            candidates, sims, whole, strict=True
+        ):
             if not mentions_years(years, contextual):
                 continue  # about another year (RGB: "revenue in Q1 2021" answered with Q1 2023)
             overlap = weighted_coverage(query.terms, contextual, weights)
-            score = SIMILARITY_WEIGHT * float(sim) + OVERLAP_WEIGHT * overlap
-            floor = SIMILARITY_WEIGHT * float(sim_whole) + OVERLAP_WEIGHT * overlap if asking else None
-            (scored if can_answer(kind, contextual) else other_kinds).append(
+            # a unit that states the value is ranked by what its context says too: "The default
+            # is the number of CPU cores." names nothing the question asks about; the sentence
+            # before it ("It sets the number of cached data chunks") does. The floor keeps the
+            # unit's own overlap, as it was chosen on.
+            ranked_overlap = (
+                weighted_coverage(query.terms, f"{about}\n{contextual}", weights)
+                if leading and bearing
+                else overlap
+            )
+            score = SIMILARITY_WEIGHT * float(sim) + OVERLAP_WEIGHT * ranked_overlap
+            unit_floor = SIMILARITY_WEIGHT * float(sim_whole) + OVERLAP_WEIGHT * overlap
+            changed = asking or ranked_overlap != overlap or float(sim) != float(sim_whole)
+            floor = unit_floor if changed else None
+            # a unit that states the asked value about the subject answers whatever its form
+            stated = bearing and query.slot.wants_value  # a default, a limit, a version, a name or date
+            (scored if stated or can_answer(kind, contextual) else other_kinds).append(
                 Scored(n, unit, score, lead, floor, bearing, any(mentions(c, unit.text) for c in codes))
             )
         # The expected kind is a preference, not a requirement: when no unit has it ("How long may
@@ -168,10 +205,16 @@ class ExtractiveGenerator:
         quoted: set[tuple[int, tuple[int, int]]] = set()  # a term leading two picks is quoted once
         for s in scored:
             if chosen and s.score < self.keep_ratio * chosen[0].score:
-                break
+                continue  # (units that state the asked value come first, whatever their score)
             parts = {(n, span) for n, span, _ in s.quotes()}
             if len(quoted | parts) > self.max_sentences:
-                continue
+                if not chosen and s.bears:
+                    # the unit that states the asked value leads, without what it is quoted
+                    # after when all of it does not fit (its leads are context, not the answer)
+                    s = replace(s, parts=())
+                    parts = {(n, span) for n, span, _ in s.quotes()}
+                else:
+                    continue
             words = set(s.unit.text.lower().split())
             if any(len(words & w) / max(1, len(words | w)) > 0.7 for w in seen):
                 continue  # near-duplicate of a chosen sentence (overlapping chunks repeat text)

@@ -75,14 +75,16 @@ def passage_units(text: str, offset: int = 0, table_header: str = "") -> list[Un
 def chunk_units(chunk: Chunk) -> list[Unit]:
     """The units of a chunk; a piece of a split table reads its rows under the header row that
     its indexed text repeats (chunking.py)."""
-    header = ""
-    if chunk.text.lstrip().startswith("|") and chunk.index_text.endswith(chunk.text):
-        before = chunk.index_text[: len(chunk.index_text) - len(chunk.text)].rstrip("\n").split("\n")
-        rows = [
-            line for line in before if line.lstrip().startswith("|") and not _TABLE_SEP.match(line.strip())
-        ]
-        header = rows[-1] if rows else ""
-    return passage_units(chunk.text, chunk.start, header)
+    return passage_units(chunk.text, chunk.start, table_header(chunk))
+
+
+def table_header(chunk: Chunk) -> str:
+    """The header row a piece of a split table repeats in its indexed text ("" for any other chunk)."""
+    if not (chunk.text.lstrip().startswith("|") and chunk.index_text.endswith(chunk.text)):
+        return ""
+    before = chunk.index_text[: len(chunk.index_text) - len(chunk.text)].rstrip("\n").split("\n")
+    rows = [line for line in before if line.lstrip().startswith("|") and not _TABLE_SEP.match(line.strip())]
+    return rows[-1] if rows else ""
 
 
 def _units(doc_text: str, table_header: list[str] | None = None) -> list[Unit]:
@@ -181,15 +183,20 @@ _LEAD_IN = re.compile(
     r"as|e\.g\.|example|like this|this|these))\s*$",
     re.IGNORECASE,
 )
-INTRODUCED_UNITS = 10  # at most this many items, rows or lines go with their lead-in
+INTRODUCED_UNITS = 10  # at most this many lines or items go with their lead-in ...
+SHORT_LIST = 4  # ... and a list only when it has at most this many items
 INTRODUCED_CHARS = 800
 
 
 def _introduced(unit: Unit) -> bool:
-    """Material a lead-in introduces: code, a list item, a table row, or a line that is not a
-    sentence (a command written on its own line has no full stop)."""
-    if unit.kind in ("code", "item", "row"):
+    """Material a lead-in introduces: code, a list item, or a line that is not a sentence (a
+    command written on its own line has no full stop)."""
+    if unit.kind in ("code", "item"):
         return True
+    if unit.kind == "row":
+        return False  # a table's rows stay units of their own, each read under its header
+    if len(unit.text.split()) > 4 and _LEAD_IN.search(unit.text):
+        return False  # the next lead-in ("The meaning of the classes is as follows:") starts anew
     return unit.kind == "sentence" and not unit.text.rstrip().endswith((".", "!", "?", ";"))
 
 
@@ -213,7 +220,15 @@ def with_introduced(units: list[Unit], doc_text: str) -> list[Unit]:
                 and (j == i + 1 or units[j].kind == units[i + 1].kind)
             ):
                 j += 1
-        if j > i + 1:
+        # a long list stays items of their own ("--retries=N (default: 3)" answers alone, read
+        # under its lead-in: binding_contexts), as does a list cut short by the limits above
+        listed = j > i + 1 and units[i + 1].kind == "item"
+        cut = (
+            j < len(units) and _introduced(units[j]) and units[j].kind == units[i + 1].kind
+            if j > i + 1
+            else False
+        )
+        if j > i + 1 and not (listed and (j - i - 1 > SHORT_LIST or cut)):
             body = [u.text for u in units[i + 1 : j]]
             out.append(Unit(unit.start, units[j - 1].end, "\n".join([unit.text, *body]), "lead"))
         else:
@@ -266,6 +281,11 @@ def leads(units: Sequence[Unit], text: str, offset: int, trail: Sequence[str]) -
         )
         if not same_paragraph:
             label = unit if unit.kind == "sentence" and _LABEL.match(unit.text) else None
+            # an option's line standing alone above its description ("--no-new-installs", then
+            # "Prevent safe-upgrade from installing any new packages."): the description's
+            # sentences are quoted after it, as after a label
+            if label is None and prev is not None and option_line(prev, units, i - 1, text, offset):
+                label = prev
         antecedent = prev if same_paragraph and _ANAPHORA.match(unit.text) else None
         out.append(
             tuple(dict.fromkeys(u for u in (term, label, antecedent) if u is not None and u is not unit))
@@ -273,12 +293,36 @@ def leads(units: Sequence[Unit], text: str, offset: int, trail: Sequence[str]) -
     return out
 
 
+# An option or a setting's name on a line of its own: "--no-new-installs", "-o name=value",
+# "Option: Aptitude::Log", "MaxSessions"
+_OPTION_LINE = re.compile(
+    r"^(?:--?[A-Za-z][\w-]*|[A-Za-z][\w.:-]*(?:[_.:-]|[a-z][A-Z])[\w.:-]*|[A-Z][a-z]+[A-Z]\w*)\b"
+)
+
+
+def option_line(unit: Unit, units: Sequence[Unit], i: int, text: str, offset: int) -> bool:
+    """``unit`` (units[i]) is a paragraph of its own that names an option or setting."""
+    if len(unit.text.split()) > TERM_LINE_WORDS or unit.text.rstrip().endswith((".", "!", "?")):
+        return False
+    alone_before = i == 0 or "\n\n" in text[units[i - 1].end - offset : unit.start - offset]
+    return alone_before and _OPTION_LINE.match(unit.text) is not None
+
+
+def points_back(text: str) -> bool:
+    """A unit that opens by pointing back ("This proportion is 500.", "Otherwise, ...")."""
+    return _ANAPHORA.match(text) is not None
+
+
 def never_an_answer(text: str) -> bool:
     """Units no answer quotes, however well they match the question: the refusal sentence or a
     paraphrase of it (a document that says it must not turn into an unrefused refusal), a question
-    (an FAQ's question is not its own answer) and a short pointer elsewhere ("See IGNORE for a
-    silent alternative.")."""
+    (an FAQ's question is not its own answer), a short pointer elsewhere ("See IGNORE for a
+    silent alternative.") and a lead-in without what it introduces."""
     if near_refusal(text) or text.rstrip().endswith("?"):
+        return True
+    if "\n" not in text and not text.rstrip().endswith(":") and _LEAD_IN.search(text):
+        # a lead-in that stops mid-sentence ("... can be removed by") without what it introduces;
+        # one that ends with a colon is a sentence, and often names the answer itself
         return True
     return _POINTER.match(text) is not None and len(text.split()) <= POINTER_WORDS
 

@@ -54,6 +54,9 @@ class Cited(NamedTuple):
     #: the passage's last two headings ("Sync Options > Retries"), read before each unit by the
     #: trained checker as in its training data; the subject of a passage often lives there
     context: str = ""
+    #: the header row of the table the passage opens inside (units.table_header): a split
+    #: table's rows are read, and quoted, under their column names
+    table_header: str = ""
 
 
 class Verifier(Protocol):
@@ -102,7 +105,9 @@ class HeuristicVerifier:
 def _all_units(cited: Sequence[Cited]) -> list[tuple[int, Unit]]:
     units: list[tuple[int, Unit]] = []
     for c in cited:
-        found = passage_units(c.text, c.start) or [Unit(c.start, c.start + len(c.text), c.text, "sentence")]
+        found = passage_units(c.text, c.start, c.table_header) or [
+            Unit(c.start, c.start + len(c.text), c.text, "sentence")
+        ]
         units.extend((c.n, u) for u in found)
     return units
 

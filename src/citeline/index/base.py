@@ -248,12 +248,15 @@ class Store(Protocol):
         vectors: Mapping[str, Vector],
         page_starts: Sequence[int] = (),
         original: bytes | None = None,
-    ) -> None:
-        """Atomically replace a document and all its chunks (readers see old or new, never half)."""
+    ) -> bool:
+        """Atomically replace a document and all its chunks (readers see old or new, never half).
+        True when the document was there when written (by its id, or its collection and source)."""
         ...
 
-    def replace_documents(self, writes: Sequence[DocumentWrite]) -> None:
-        """Replace several documents in one transaction (batched ingestion; all or nothing)."""
+    def replace_documents(self, writes: Sequence[DocumentWrite]) -> frozenset[str]:
+        """Replace several documents in one transaction (batched ingestion; all or nothing). The ids
+        of those that were there when written: an add that found a document absent and then
+        replaced it learns that another writer added it meanwhile."""
         ...
 
     def update_access(self, document_id: str, tags: Mapping[str, str], acl: Iterable[str]) -> None: ...

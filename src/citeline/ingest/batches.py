@@ -81,13 +81,23 @@ def write_prepared(
     t0 = time.perf_counter()
     own = {h: vectors[h] for h in (text_hash(c.index_text) for c in prepared.chunks)}
     doc = prepared.document
-    store.replace_document(doc, prepared.text, prepared.chunks, own, prepared.page_starts, prepared.original)
+    existed = store.replace_document(
+        doc, prepared.text, prepared.chunks, own, prepared.page_starts, prepared.original
+    )
     seconds = report.seconds
     seconds["parse"] += prepared.parse_s
     seconds["chunk"] += prepared.chunk_s
     seconds["write"] += time.perf_counter() - t0
     report.chunks_written += len(prepared.chunks)
-    (report.updated if prepared.existing else report.added).append(doc.source)
+    account(report, doc.source, existed, prepared.existing)
+
+
+def account(report: IngestReport, source: str, existed: bool, expected: bool) -> None:
+    """Count a written document as what the write did: it replaced one (updated) or not (added),
+    whatever the look-up before found (another writer may have come in between)."""
+    (report.updated if existed else report.added).append(source)
+    if existed != expected:
+        report.meanwhile.append(source)
 
 
 @dataclass

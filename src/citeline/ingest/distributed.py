@@ -10,7 +10,8 @@ in batches, each batch one transaction (``Store.replace_documents``). Only the d
 the store, so any store works, an embedded folder included.
 
 Workers: ``ray://HOST:PORT`` joins a running cluster through Ray Client (the actors load the
-index's embedder there; files travel from the driver, so workers need no shared file system);
+index's embedder there; files travel from the driver, so workers need no shared file system;
+token authentication and connection failures: citeline.ingest.ray_connect);
 ``local:N`` starts a local Ray with N CPUs for this run. An already initialised Ray (a test's, a
 notebook's) is used as it is. Ray is an optional extra: ``pip install 'citeline[ray]'``.
 """
@@ -37,7 +38,7 @@ from citeline.errors import (
 )
 from citeline.index.base import DocumentWrite
 from citeline.index.sql.rows import text_hash
-from citeline.ingest.batches import failure_reason
+from citeline.ingest.batches import account, failure_reason
 from citeline.ingest.embed import embed_checked
 from citeline.ingest.files import FolderWalk, Sources, iter_files
 from citeline.ingest.pipeline import (
@@ -47,10 +48,12 @@ from citeline.ingest.pipeline import (
     IngestReport,
     Prepared,
     Progress,
+    finish_store,
     make_chunker,
     pipeline_signature,
     prepare,
 )
+from citeline.ingest.ray_connect import client_auth, connection_failed
 from citeline.ingest.readd import KnownFiles
 from citeline.retrieval.filters import Filter
 from citeline.settings import Settings
@@ -123,12 +126,11 @@ class _Run:
             )
             for p in self.ready
         ]
-        self.ingestor.store.replace_documents(writes)
+        existed = self.ingestor.store.replace_documents(writes)
         for p in self.ready:
             self.report.chunks_written += len(p.prepared.chunks)
-            (self.report.updated if p.prepared.existing else self.report.added).append(
-                p.prepared.document.source
-            )
+            doc = p.prepared.document
+            account(self.report, doc.source, doc.id in existed, p.prepared.existing)
         self.tick("file", len(self.ready))
         self.ready = []
 
@@ -145,15 +147,19 @@ def _connect(ray: Any, spec: str) -> bool:
     if spec.startswith("ray://"):
         # The head starts a server process for each client and gives it a fixed time to come up;
         # on a loaded machine that can fail once ("Starting Ray client server failed"): retried.
+        # Any other failure to connect is Ray Client giving up after its own retries (~100 s).
         for attempt in range(CONNECT_TRIES):
             try:
                 ray.init(address=spec, logging_level="warning", log_to_driver=False)
                 break
-            except ConnectionError:
+            except ConnectionAbortedError as exc:
                 ray.shutdown()
                 if attempt == CONNECT_TRIES - 1:
-                    raise
+                    raise connection_failed(spec, exc) from exc
                 time.sleep(2.0 * 2**attempt)
+            except ConnectionError as exc:
+                ray.shutdown()
+                raise connection_failed(spec, exc) from exc
     else:
         ray.init(num_cpus=int(spec.split(":", 1)[1]), **options)
     return True
@@ -187,34 +193,44 @@ def add_distributed(
     except ImportError as exc:
         raise MissingExtraError("--workers (distributed ingestion)", "ray", "ray") from exc
     check_workers(workers)
-    owned = _connect(ray, workers)
-    store = ingestor.store
-    # A new index: build the vector index once at the end instead of row by row (PostgreSQL).
-    bulk = getattr(store, "bulk_load", None) if store.count_chunks(Filter.admin()) == 0 else None
-    try:
-        with bulk() if bulk is not None else nullcontext():
-            return _run(
-                ray,
-                ingestor,
-                paths,
-                workers,
-                tags or {},
-                tuple(sorted(set(acl))),
-                progress,
-                collection,
-                root,
-                batch,
-                keep_missing,
-                prune,
-            )
-    finally:
-        if owned:
-            ray.shutdown()
+    joining = workers.startswith("ray://") and not ray.is_initialized()
+    report = IngestReport()
+    with client_auth(workers) if joining else nullcontext():
+        owned = _connect(ray, workers)
+        store = ingestor.store
+        # A new index: build the vector index once at the end instead of row by row (PostgreSQL).
+        bulk = getattr(store, "bulk_load", None) if store.count_chunks(Filter.admin()) == 0 else None
+        try:
+            with bulk() if bulk is not None else nullcontext():
+                _run(
+                    ray,
+                    ingestor,
+                    report,
+                    paths,
+                    workers,
+                    tags or {},
+                    tuple(sorted(set(acl))),
+                    progress,
+                    collection,
+                    root,
+                    batch,
+                    keep_missing,
+                    prune,
+                )
+            finish_store(store, report)
+        except IndexUnavailableError as exc:  # whatever stopped it: the report says what was done
+            exc.report = report  # type: ignore[attr-defined]
+            raise
+        finally:
+            if owned:
+                ray.shutdown()
+    return report
 
 
 def _run(
     ray: Any,
     ingestor: Ingestor,
+    report: IngestReport,
     paths: Iterable[str],
     workers: str,
     tags: dict[str, str],
@@ -225,17 +241,14 @@ def _run(
     batch: int,
     keep_missing: bool,
     prune: bool,
-) -> IngestReport:
-    report = IngestReport()
+) -> None:
     walks: list[FolderWalk] = []
     try:
         _run_files(ray, ingestor, report, walks, paths, workers, tags, acl, progress, collection, root, batch)
         for walk in walks:
             ingestor._reconcile(walk, collection, report, keep_missing=keep_missing, prune=prune)
-    except IndexUnavailableError as exc:
-        exc.report = report  # type: ignore[attr-defined]
-        raise
-    return report
+    finally:
+        report.note_meanwhile()
 
 
 def _run_files(

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, NamedTuple
 
 from citeline.errors import ParseError
 from citeline.ingest.registry import supported_extensions
+from citeline.models import utf8_name
 
 if TYPE_CHECKING:
     from citeline.ingest.report import IngestReport
@@ -40,6 +41,10 @@ class Sources:
         if relative == os.pardir or relative.startswith(os.pardir + os.sep) or os.path.isabs(relative):
             return Path(absolute).as_posix()
         return Path(relative).as_posix()
+
+
+#: why a file whose name is not valid UTF-8 is not indexed: its source could not be stored
+NOT_UTF8 = "its name is not valid UTF-8, so it cannot be stored as a source; rename it (convmv) to index it"
 
 
 _KINDS = (
@@ -227,6 +232,8 @@ def walk_folder(
             if listings is not None and folder_info is not None:
                 listings.put(top, folder_info, listed_at, exts, files, folders)
         prefix = top if top.endswith(os.sep) else top + os.sep
+        if not all(map(str.isascii, files)) or not all(name.isascii() for name, _path in folders):
+            files, folders = _utf8_names(files, folders, prefix, report, walk)
         paths = [prefix + name for name in files]  # what entry.path gives
         walk.seen.update(paths)
         found = FileList([], [], [])
@@ -257,6 +264,24 @@ def walk_folder(
         if found.paths:
             yield found
         pending.extend(path for _name, path in folders)
+
+
+def _utf8_names(
+    files: Sequence[str],
+    folders: Sequence[tuple[str, str]],
+    prefix: str,
+    report: IngestReport,
+    walk: FolderWalk,
+) -> tuple[list[str], list[tuple[str, str]]]:
+    """The files and subfolders whose names are valid UTF-8; the others are reported as failed
+    (nothing under such a folder is read)."""
+    for name in files:
+        if not utf8_name(name):
+            report.failed.append((walk.named(prefix + name), NOT_UTF8))
+    for name, path in folders:
+        if not utf8_name(name):
+            report.failed.append((walk.named(path), f"a folder: {NOT_UTF8} (nothing under it was read)"))
+    return [n for n in files if utf8_name(n)], [(n, p) for n, p in folders if utf8_name(n)]
 
 
 def _open_folder(top: str) -> int | None:
@@ -315,7 +340,9 @@ def iter_file_lists(
     ``report.not_found``; one that is not a regular file fails with what it is."""
     for given in paths:
         path = Path(given)
-        if path.is_dir():
+        if not utf8_name(os.path.abspath(given)):
+            report.failed.append((given, NOT_UTF8))
+        elif path.is_dir():
             walk = FolderWalk(os.path.abspath(path), given)
             if walks is not None:
                 walks.append(walk)

@@ -137,6 +137,18 @@ class HtmlParser(BaseParser):
         )
 
 
+def fragment_blocks(markup: str) -> list[tuple[RawKind, str, int]]:
+    """The blocks of a piece of HTML (raw HTML inside Markdown), read as a page's content is, but
+    with no element dropped for its class or id: the author of the Markdown put it there."""
+    root = _parse_tree(_CONTROL.sub(" ", markup))
+    body = root.find("body") if root is not None else None
+    if body is None:
+        return []
+    walker = _Walker(by_name=False)
+    walker.walk(body)
+    return walker.blocks
+
+
 def _decode(data: bytes, path: str) -> str:
     """The charset from <meta> (as browsers read it), then the shared decoding rules."""
     declared = None

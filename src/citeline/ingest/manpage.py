@@ -25,6 +25,8 @@ _KNOWN = frozenset(
 _TITLE = r"[\w.+-]+\(\d\w*\)"
 _RUNNING_TITLE = re.compile(rf"^\s*{_TITLE}(?:\s{{2,}}(?:\S.*\S\s{{2,}})?{_TITLE})?\s*$")
 _GAP = re.compile(r"\s{3,}")
+# The running foot of a page rendered to text: "Debian     May 3, 2024     Debian", at column 0
+_RUNNING_FOOT = re.compile(r"^\S(?:.*?\S)?\s{3,}\S(?:.*?\S)?\s{3,}\S.*$")
 
 
 def _indent(line: str) -> int:
@@ -65,6 +67,21 @@ def _paragraph(lines: list[str]) -> str:
     return _join(lines)
 
 
+# A bulleted line: "•   X11Forwarding yes" (mandoc's bullet), "-   item", "*   item"
+_BULLET = re.compile(r"^\s*[•*-]\s+\S")
+
+
+def _bullets(lines: list[str]) -> str:
+    """A bulleted list, one "- item" line per bullet (continuation lines joined to their item)."""
+    items: list[list[str]] = []
+    for line in lines:
+        if _BULLET.match(line) and (not items or _indent(line) <= _indent(lines[0])):
+            items.append([line.strip()[1:]])
+        else:
+            items[-1].append(line)
+    return "\n".join(f"- {_join(item)}" for item in items)
+
+
 def man_page_blocks(text: str) -> list[Block] | None:
     """The blocks of a manual page, or None when ``text`` is not one."""
     if not is_man_page(text):
@@ -73,15 +90,17 @@ def man_page_blocks(text: str) -> list[Block] | None:
     para: list[str] = []
 
     def flush() -> None:
-        if para:
+        if para and all(_BULLET.match(line) for line in para if _indent(line) <= _indent(para[0])):
+            blocks.append(("list", _bullets(para), 0))
+        elif para:
             blocks.append(("paragraph", _paragraph(para), 0))
-            para.clear()
+        para.clear()
 
     for line in text.splitlines():
         if not line.strip():
             flush()
             continue
-        if _RUNNING_TITLE.match(line) and not para:
+        if (_RUNNING_TITLE.match(line) or _RUNNING_FOOT.match(line)) and not para:
             continue
         indent = _indent(line)
         stripped = line.strip()

@@ -1,6 +1,8 @@
 """Markdown via markdown-it-py: headings build the trail; code fences and tables stay whole.
 
-The stored text is the Markdown source itself, so every span quotes what the user wrote.
+The stored text is the Markdown source itself, so every span quotes what the user wrote, except
+for raw HTML a reader never sees as written (citeline.ingest.markdown_html): HTML comments are
+left out, and an HTML table is stored as a pipe table.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from mdit_py_plugins.front_matter import front_matter_plugin
 from citeline.errors import ParseError
 from citeline.ingest.base import BaseParser
 from citeline.ingest.decode import decode_text
+from citeline.ingest.markdown_html import html_edits, strip_comments
 from citeline.models import Block, BlockKind, ParsedDocument
 
 _KINDS: dict[str, BlockKind] = {
@@ -49,23 +52,35 @@ class MarkdownParser(BaseParser):
     extensions = (".md", ".markdown")
 
     def parse(self, data: bytes, path: Path) -> ParsedDocument:
-        text = decode_text(data, str(path))
-        lines = _line_offsets(text)
-        tokens = _md.parse(text)
+        source = decode_text(data, str(path))
+        lines = _line_offsets(source)
+        tokens = _md.parse(source)
+        edits = html_edits(source, tokens, lines)
+        text = edits.text
         blocks: list[Block] = []
         trail: list[tuple[int, str]] = []  # (level, heading text)
         metadata: dict[str, Any] = {}
         first_h1: str | None = None
+        replaced_until = -1  # the end of the HTML table region being stored as its blocks
         for i, tok in enumerate(tokens):
             if tok.level != 0 or tok.map is None:
                 continue
             start, end = lines[tok.map[0]], lines[min(tok.map[1], len(lines) - 1)]
+            if start < replaced_until:
+                continue
+            if start in edits.regions:
+                region = edits.regions[start]
+                replaced_until, base = region.end, edits.at(region.start)
+                headings = tuple(h for _, h in trail)
+                blocks += [Block(kind, base + a, base + b, headings) for kind, a, b in region.blocks]
+                continue
+            start, end = edits.at(start), edits.at(end)
             if tok.type == "front_matter":
                 metadata = _front_matter(tok.content, path)
                 continue
             if tok.type == "heading_open":
                 level = int(tok.tag[1])
-                heading = tokens[i + 1].content.strip()
+                heading = strip_comments(tokens[i + 1].content).strip()
                 while trail and trail[-1][0] >= level:
                     trail.pop()
                 trail.append((level, heading))

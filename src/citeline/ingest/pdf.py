@@ -12,7 +12,7 @@ import ctypes
 import re
 import statistics
 from collections import Counter, defaultdict
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from itertools import pairwise
 from pathlib import Path
 from typing import Any
@@ -20,10 +20,11 @@ from typing import Any
 import pypdfium2 as pdfium
 import pypdfium2.raw as pdfium_c
 
+from citeline import page_labels
 from citeline.errors import ParseError
 from citeline.ingest import pdf_tables
 from citeline.ingest.base import BaseParser
-from citeline.ingest.pdf_layout import Line, PageLines, norm, reading_order, strip_running
+from citeline.ingest.pdf_layout import Line, PageLines, compose, norm, reading_order, strip_running
 from citeline.ingest.pdf_positions import PDFIUM_LOCK, WordPosition, word_positions
 from citeline.ingest.pdf_streams import check_streams
 from citeline.ingest.pdf_tables import CELL_GAP
@@ -35,6 +36,8 @@ _WORD = re.compile(r"[^\s\ufffe\x00-\x1f\x7f]+")
 _HYPHEN_MARKS = ("\ufffe", "\x02")
 _BULLET = re.compile(r"^([•◦▪‣∙·●○■□–*-]|\(?\d{1,3}[.)]|\(?[a-z][.)])\s")
 _SENTENCE_END = re.compile(r"[.!?:;][\"'”’)\]]*\Z")
+# A heading that numbers a section ("1 Introduction", "2.3 Limits", "Chapter 4 ..."): not a title
+_NUMBERED_SECTION = re.compile(r"^((chapter|section|part|appendix)\s+\S+|\d+(\.\d+)*\.?)\s+\S", re.IGNORECASE)
 _SECTION_NO = re.compile(r"^(chapter|section|part|appendix)?\s*[\dIVXivx]+(\.\d+)*\.?\s+", re.IGNORECASE)
 # Fixed-pitch fonts that do not set the FixedPitch flag (TeX's CMTT among them).
 _MONO_FONT = re.compile(r"mono|courier|typewriter|consol|menlo|monaco|code|cmtt|sftt|lmtt|ectt", re.I)
@@ -68,8 +71,9 @@ class PdfParser(BaseParser):
         except pdfium.PdfiumError:
             raise ParseError(str(path), _open_failure(data)) from None
         try:
-            meta = {k.lower(): v.strip() for k, v in pdf.get_metadata_dict(skip_empty=True).items()}
+            meta = {k.lower(): compose(v.strip()) for k, v in pdf.get_metadata_dict(skip_empty=True).items()}
             outline = _outline(pdf)
+            labels = [pdf.get_page_label(i) for i in range(len(pdf))]
             pages: list[PageLines] = []
             for i in range(len(pdf)):
                 page = pdf[i]
@@ -83,7 +87,11 @@ class PdfParser(BaseParser):
             pdf.close()
         if not any(p.lines for p in pages):
             raise ParseError(str(path), "image-only PDF: no text layer (OCR is not supported)")
-        return _assemble(pages, outline, meta, path, self.positions)
+        parsed = _assemble(pages, outline, meta, path, self.positions)
+        runs = page_labels.encode(labels)
+        return (
+            replace(parsed, metadata={**parsed.metadata, page_labels.METADATA_KEY: runs}) if runs else parsed
+        )
 
 
 def _open_failure(data: bytes) -> str:
@@ -102,7 +110,7 @@ def _outline(pdf: pdfium.PdfDocument) -> list[tuple[int, str, int]]:
     for bm in pdf.get_toc(max_depth=6):
         dest = bm.get_dest()
         index = dest.get_index() if dest is not None else None
-        title = " ".join(bm.get_title().split())
+        title = compose(" ".join(bm.get_title().split()))
         if index is not None and title:
             out.append((bm.level + 1, title, index + 1))
     return out
@@ -176,7 +184,7 @@ def _words_to_lines(textpage: pdfium.PdfTextPage, text: str, pno: int) -> list[L
                     wide.setdefault(len(lines) - 1, []).append((cur.x1, x0, len(words[-1])))
                 else:
                     gsum, gcount = gsum + gap, gcount + 1
-                words[-1].append(m.group())
+                words[-1].append(compose(m.group()))
                 cur.x1 = max(cur.x1, x1)
                 cur.top, cur.bottom = max(cur.top, top), min(cur.bottom, bottom)
                 cur.hyphen = hyphen
@@ -193,7 +201,7 @@ def _words_to_lines(textpage: pdfium.PdfTextPage, text: str, pno: int) -> list[L
             size = em
         cur = Line("", x0, x1, top, bottom, size, hyphen, pno)
         lines.append(cur)
-        words.append([m.group()])
+        words.append([compose(m.group())])
         marks.append([a, -1, b])
         starts.append([a])
     if lines and len(lines) - 1 in wide:
@@ -295,9 +303,28 @@ def _assemble(
     title = meta.get("title", "")
     title_from_meta = bool(title) and title.casefold() not in {"untitled", "untitled document"}
     if not title_from_meta:
-        first = heading_lines[0] if heading_lines else None
-        title = _join(first.lines)[0] if first else (path.stem or "untitled")
+        first = _join(heading_lines[0].lines)[0] if heading_lines else ""
+        if not first or _NUMBERED_SECTION.match(first):  # "1 Introduction" names a section, not the file
+            first = _first_page_title(ordered[0] if ordered else [], body) or first
+        title = first or path.stem or "untitled"
     return _emit(blocks, unmatched, len(pages), title, title_from_meta, meta, positions)
+
+
+def _first_page_title(lines: list[Line], body: float) -> str:
+    """The largest type on the first page (lines of it one after the other joined), unless it
+    names a numbered section too; "" when nothing there stands out from the body text."""
+    big = [ln for ln in lines if _is_big(ln, body)]
+    if not big:
+        return ""
+    size = max(ln.size for ln in big)
+    at = next(i for i, ln in enumerate(lines) if _is_big(ln, body) and abs(ln.size - size) < 0.5)
+    run = [lines[at]]
+    for ln in lines[at + 1 :]:
+        if abs(ln.size - size) >= 0.5 or ln.flow != run[-1].flow or len(run) == 3:
+            break
+        run.append(ln)
+    title = _join(run)[0]
+    return "" if _NUMBERED_SECTION.match(title) else title
 
 
 def _group(pages: list[list[Line]], para_gap: float) -> list[_Blk]:

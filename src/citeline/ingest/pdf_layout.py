@@ -7,6 +7,7 @@ before reading the next.
 from __future__ import annotations
 
 import re
+import unicodedata
 from collections import defaultdict
 from dataclasses import dataclass, field
 
@@ -44,8 +45,43 @@ class PageLines:
     lines: list[Line] = field(default_factory=list)
 
 
+# Spacing accents that TeX-made PDFs draw as a glyph of their own before the letter they sit on
+# ("Universit\u00a8at"), with the combining mark each one stands for. ASCII ^ ` ~ are left alone:
+# in code and prose they are characters, not accents.
+_SPACING_ACCENTS = {
+    "\u00a8": "\u0308",  # diaeresis
+    "\u00b4": "\u0301",  # acute
+    "\u02c6": "\u0302",  # circumflex
+    "\u02dc": "\u0303",  # tilde
+    "\u00af": "\u0304",  # macron
+    "\u02d8": "\u0306",  # breve
+    "\u02d9": "\u0307",  # dot above
+    "\u02da": "\u030a",  # ring above
+    "\u02dd": "\u030b",  # double acute
+    "\u02c7": "\u030c",  # caron
+    "\u00b8": "\u0327",  # cedilla
+    "\u02db": "\u0328",  # ogonek
+}
+_ACCENT_BEFORE_LETTER = re.compile(f"([{''.join(_SPACING_ACCENTS)}])([^\\W\\d_])")
+
+
+def _accented(m: re.Match[str]) -> str:
+    base = "i" if m.group(2) == "\u0131" else m.group(2)  # a dotless i under an accent: TeX's \\"{\\i}
+    joined = unicodedata.normalize("NFC", base + _SPACING_ACCENTS[m.group(1)])
+    return joined if len(joined) == 1 else m.group(0)
+
+
+def compose(word: str) -> str:
+    """A word as text: NFC (a letter and its combining marks as one character), and a spacing accent
+    drawn before a letter joined to it when they make one character ("\u00a8a" -> "\u00e4")."""
+    if word.isascii():
+        return word
+    word = _ACCENT_BEFORE_LETTER.sub(_accented, word)
+    return unicodedata.normalize("NFC", word)
+
+
 def norm(s: str) -> str:
-    return " ".join(s.split()).casefold()
+    return unicodedata.normalize("NFC", " ".join(s.split())).casefold()
 
 
 def strip_running(pages: list[PageLines]) -> None:

@@ -71,9 +71,12 @@ UPLOAD_COLLECTION_PREFIX = "uploads/"
 
 # Bump when parsing or chunking changes what a file turns into, so unchanged files are redone.
 # 2: PDF tables; 3: HTML <th> header rows; 4: man pages in <pre>; 5: <dt> sections; 6: a man page's
-# paragraph that opens with a page's name ("posttls-finger(1) connects ...") is kept; 7: a split
-# table's pieces repeat its caption with its header rows
-PIPELINE_VERSION = "7"
+# paragraph that opens with a page's name ("posttls-finger(1) connects ...") is kept; 7: Markdown's
+# HTML comments left out and raw HTML tables stored as pipe tables, a PDF's title from its first page
+# when its first heading is a numbered section, its printed page labels kept, its accents composed;
+# 8: a split table's pieces repeat its caption with its header rows, a manual page rendered to text
+# is read as one (sections and option entries as headings), a man page's bulleted list is a list
+PIPELINE_VERSION = "8"
 
 
 #: files named one by one whose documents are looked up in one query
@@ -171,6 +174,16 @@ def prepare(job: FileJob, chunker: Chunker, signature: str, settings: Settings) 
     return Prepared(
         document, parsed.text, chunks, tuple(parsed.page_starts), job.data, job.existing, t1 - t0, t2 - t1
     )
+
+
+def finish_store(store: Store, report: IngestReport) -> None:
+    """After an add: the store's derived index whole again (PostgreSQL's HNSW index, which a bulk
+    load that was interrupted leaves missing), said in the report's notes when it was not."""
+    ensure = getattr(store, "ensure_vector_index", None)
+    if ensure is not None and ensure():
+        report.notes.append(
+            "the vector index (HNSW) was missing, as an interrupted bulk load leaves it: it was built again"
+        )
 
 
 def _groups(items: Iterable[Found], n: int) -> Iterator[list[Found]]:
@@ -287,9 +300,12 @@ class Ingestor:
                     known=known,
                     processed=done,
                 )
+            finish_store(self.store, report)
         except IndexUnavailableError as exc:
+            report.note_meanwhile()
             exc.report = report  # type: ignore[attr-defined]
             raise
+        report.note_meanwhile()
         written = (*report.added, *report.updated, *report.removed, *report.retagged)
         self.stored_memo.written(self.store, collection, written, start)
         return report

@@ -28,6 +28,9 @@ class IngestReport:
     notes: list[str] = field(default_factory=list)
     #: True when documents whose files are gone were kept only because removing them needs --prune
     prune_needed: bool = False
+    #: documents another writer added or removed between this add's look-up and its write (two adds
+    #: of one folder at once): counted as what this add did when it wrote (it replaced one: updated)
+    meanwhile: list[str] = field(default_factory=list)
     chunks_embedded: int = 0
     chunks_written: int = 0
     #: wall seconds per stage: parse, chunk (semantic chunking's embedding included), embed, write
@@ -45,6 +48,16 @@ class IngestReport:
         if self.missing:
             line += f", {len(self.missing)} missing (kept)"
         return line
+
+    def note_meanwhile(self) -> None:
+        """Say (once, in ``notes``) that other writers changed documents while this add ran."""
+        if self.meanwhile:
+            n = len(self.meanwhile)
+            self.notes.append(
+                f"{n} document{'s' if n != 1 else ''} changed in the index while this add ran (another "
+                "writer added or removed them between this add's look-up and its write): each is counted "
+                "as what this add did when it wrote it (replaced: updated; written anew: added)"
+            )
 
     def to_json(self) -> dict[str, object]:
         return {

@@ -1,4 +1,6 @@
-"""Plain text: paragraphs separated by blank lines; no headings."""
+"""Plain text: paragraphs separated by blank lines; no headings. A manual page rendered to text
+(`man -l page.5 > page.5.txt`) is read as one: its sections and option entries become headings
+(ingest/manpage.py), so "The default is 10." is filed under "Description > MaxSessions"."""
 
 from __future__ import annotations
 
@@ -7,7 +9,9 @@ from pathlib import Path
 
 from citeline.errors import ParseError
 from citeline.ingest.base import BaseParser
+from citeline.ingest.blocks import assemble_blocks
 from citeline.ingest.decode import decode_text
+from citeline.ingest.manpage import man_page_blocks
 from citeline.models import Block, ParsedDocument
 
 _PARAGRAPH = re.compile(r"\S(?:.*?\S)?(?=\n[ \t]*\n|\s*\Z)", re.DOTALL)
@@ -24,6 +28,9 @@ class TextParser(BaseParser):
 
     def parse(self, data: bytes, path: Path) -> ParsedDocument:
         text = decode_text(data, str(path))
+        manual = man_page_blocks(text)
+        if manual:
+            return assemble_blocks(list(manual), man_page_title(text, path), False, {}, self.format)  # type: ignore[arg-type]
         blocks = paragraph_blocks(text)
         if not blocks:
             raise ParseError(str(path), "the file is empty (no text to index)")
@@ -33,3 +40,13 @@ class TextParser(BaseParser):
         if "\n" not in first and len(first) <= 80 and not first.endswith((".", "?", "!")):
             title = first
         return ParsedDocument(text=text, blocks=tuple(blocks), title=title, format=self.format)
+
+
+_NAME_LINE = re.compile(r"^NAME\s*\n\s+(\S.*)$", re.MULTILINE)
+
+
+def man_page_title(text: str, path: Path) -> str:
+    """A rendered manual page's title: its NAME line ("sshd_config — OpenSSH daemon
+    configuration file"), else the file's name."""
+    m = _NAME_LINE.search(text)
+    return " ".join(m.group(1).split()) if m else path.stem

@@ -28,13 +28,31 @@ Attribute = Literal[
     "procedure",
     "reason",
     "yesno",
+    "recommended",
+    "who",
+    "when",
+    "where",
     "other",
 ]
-Kind = Literal["value", "number", "unit", "version", "identifier", "definition", "procedure", "any"]
+Kind = Literal[
+    "value",
+    "number",
+    "unit",
+    "version",
+    "identifier",
+    "definition",
+    "procedure",
+    "name",
+    "date",
+    "place",
+    "any",
+]
 
 #: attributes whose answer is a value a unit either states or does not: when no unit of the
 #: context states one, the documents do not hold the answer, however well the topic matches
-VALUE_ATTRIBUTES: frozenset[str] = frozenset({"default", "maximum", "minimum", "version"})
+VALUE_ATTRIBUTES: frozenset[str] = frozenset(
+    {"default", "maximum", "minimum", "version", "recommended", "who", "when", "where"}
+)
 
 _KIND: dict[str, Kind] = {
     "default": "value",
@@ -47,6 +65,10 @@ _KIND: dict[str, Kind] = {
     "procedure": "procedure",
     "reason": "any",
     "yesno": "any",
+    "recommended": "value",
+    "who": "name",
+    "when": "date",
+    "where": "place",
     "other": "any",
 }
 
@@ -55,6 +77,7 @@ _I = re.IGNORECASE
 # before a default ("Since which release is X the default?" asks for the release), a default
 # before a limit ("How many ... by default?" is answered where the default is stated).
 _RULES: tuple[tuple[Attribute, re.Pattern[str]], ...] = (
+    ("reason", re.compile(r"^\W*why\b|\bwhat is the reason\b|\bfor what reason\b", _I)),
     (
         "version",
         re.compile(
@@ -67,13 +90,61 @@ _RULES: tuple[tuple[Attribute, re.Pattern[str]], ...] = (
             _I,
         ),
     ),
+    # a value advised for a case ("What X should I use for 30,000 users?", "What value is
+    # recommended?"): answered only where the documents advise one, not by the default
+    (
+        "recommended",
+        re.compile(
+            r"\b(?:is|are|was|were) (?:\w+ )?recommended\b|\brecommended (?:for|value|setting|size)\b|"
+            r"\bshould (?:i|we|you|one) (?:use|set|pick|choose|allow|give|configure|start with)\b|"
+            r"\btypically use\b|\bsuggest(?:s|ed)?\b|\b(?:best|ideal|optimal|good) (?:value|setting|size)\b",
+            _I,
+        ),
+    ),
     (
         "default",
         re.compile(
             r"\bdefaults?\b|\bout of the box\b|\bif (?:i|you|we) (?:don't|do not|didn't|never) "
-            r"(?:set|give|name|specify|configure|change|pass)|\bunless (?:i|you) (?:set|configure|change)|"
-            r"\bif (?:it is |it's )?(?:not set|unset|omitted|left (?:empty|unset))\b|\bwithout (?:any )?"
+            r"(?:set|give|name|specify|configure|change|pass|use)|\bunless (?:i|you) (?:set|configure|change|pass|"
+            r"give|use)|\bunless told otherwise\b|\bwithout (?:--?[A-Za-z][\w-]*|passing|giving|specifying)\b|"
+            r"\bif (?:it is |it's )?(?:not set|unset|omitted|left (?:empty|unset))\b|"
+            r"\b(?:if|when) (?:none|nothing|no \w+) (?:is|are) (?:given|set|specified|configured|passed)\b|"
+            r"\bunless (?:specified|set|given|configured)\b|\bwithout (?:any )?"
             r"(?:configuration|setting it)\b",
+            _I,
+        ),
+    ),
+    # who did it, when, where: a name, a date or a place, bound to what was done (its verb)
+    (
+        "who",
+        re.compile(
+            r"^\W*who(?:m|se)?\b|\bwhich (?:company|companies|person|people|team|player|country|countries|"
+            r"firm|organi[sz]ation|artist|author|band|university|club|nation)\b",
+            _I,
+        ),
+    ),
+    # "When was it released?" asks for a date; "When do two tables share a connection?" for a
+    # condition, unless it asks when something opens, starts or ends
+    (
+        "when",
+        re.compile(
+            r"^\W*when (?:was|were|did|will|is|are)\b(?!.*\b(?:used|needed|required|allowed|possible)\W*$)|"
+            r"^\W*when (?:does|do)\b.*\b(?:open|close|start|begin|end|finish|expire|happen|occur|take place)\W*$|"
+            r"\bwhat (?:date|day|year|month|time)\b|\bon (?:which|what) (?:date|day)\b",
+            _I,
+        ),
+    ),
+    ("where", re.compile(r"^\W*where\b|\blocation\b|\bin which (?:city|country|place|state|venue)\b", _I)),
+    ("meaning", re.compile(r"\bwhat kind of\b|\bwhat happens\b", _I)),
+    (
+        "which",
+        re.compile(
+            r"\b(?:which|what)\s+(?:(?!(?:does|do|did|is|are|was|were)\b)\S+\s+){0,2}?(?:options?|settings?|parameters?|commands?|flags?|"
+            r"variables?|functions?|files?|directives?|keys?|keywords?|tools?|programs?|daemons?|"
+            r"methods?|class(?:es)?|attributes?|fields?|arguments?|propert(?:y|ies)|modules?|tables?|"
+            r"librar(?:y|ies)|packages?|headers?|signals?|groups?|accounts?|services?|macros?|"
+            r"features?|endpoints?|env(?:ironment)? variables?|switch(?:es)?|subcommands?|"
+            r"utilit(?:y|ies)|action|argument|syntax)\b",
             _I,
         ),
     ),
@@ -95,32 +166,20 @@ _RULES: tuple[tuple[Attribute, re.Pattern[str]], ...] = (
     (
         "quantity",
         re.compile(
+            r"\bwhat (?:is|are|was) the (?:\w+ ){0,3}?(?:number|size|port|timeout|interval|length|duration|delay|period|"
+            r"amount|count)\b|"
             r"\bhow (?:long|many|much|often|big|large|small|fast|far|old|wide)\b|"
             r"\b(?:what|which) (?:\w+ )?(?:size|port|number|timeout|interval|percentage|amount|"
             r"time unit|unit|exit status|exit code|status code|length|duration|delay|period)\b",
             _I,
         ),
     ),
-    ("meaning", re.compile(r"\bwhat kind of\b|\bwhat happens\b", _I)),
-    (
-        "which",
-        re.compile(
-            r"\b(?:which|what)\s+(?:(?!(?:does|do|did|is|are|was|were)\b)\S+\s+){0,2}?(?:options?|settings?|parameters?|commands?|flags?|"
-            r"variables?|functions?|files?|directives?|keys?|keywords?|tools?|programs?|daemons?|"
-            r"methods?|class(?:es)?|attributes?|fields?|arguments?|propert(?:y|ies)|modules?|tables?|"
-            r"librar(?:y|ies)|packages?|headers?|signals?|groups?|accounts?|services?|macros?|"
-            r"features?|endpoints?|env(?:ironment)? variables?|switch(?:es)?|subcommands?|"
-            r"utilit(?:y|ies)|action|argument|syntax|values?)\b",
-            _I,
-        ),
-    ),
-    ("reason", re.compile(r"^\W*why\b|\bwhat is the reason\b|\bfor what reason\b", _I)),
     (
         "meaning",
         re.compile(
             r"^\W*what (?:does|do|did)\b.*\b(?:do|mean|means|stand for|return|returns|control|controls)\W*$|"
             r"^\W*what (?:is|are) (?:an? |the )?\S+(?: \S+)?\W*$|\bpurpose of\b|\bwhat happens\b|"
-            r"\bwhat (?:is|are) .* (?:used|good) for\b|\bmeaning of\b|\bwhat kind of\b|^\W*what is\b|"
+            r"\bwhat (?:is|are) .* (?:used|good) for\b|\bmeaning of\b|\bwhat kind of\b|"
             r"\bwhat (?:does|do) .* (?:mean|do)\b",
             _I,
         ),
@@ -153,6 +212,8 @@ _SUBJECT = re.compile(
 # subject (retrieval/query.py reads it, relevance.py decides whether it must be present)
 _VERSION_LIKE = re.compile(r"^v?\d+(?:\.\d+)*[a-z]?$", _I)
 # A file name's extension or an email address is not a subject on its own
+# "U.S", "e.g", "i.e": single letters with dots are an abbreviation, not a dotted name
+_ABBREVIATION = re.compile(r"^(?:[A-Za-z]\.)+[A-Za-z]?$")
 _NOT_SUBJECT = re.compile(r"^(?:e\.g|i\.e|etc|vs)$|@", _I)
 
 
@@ -164,6 +225,15 @@ class Slot:
     kind: Kind
     #: the identifiers that name the subject, as the question writes them (may be empty)
     subject: tuple[str, ...] = ()
+    #: for who/when/where questions, the stems of what was done ("win" for "Who won ...?"): a
+    #: unit answers only when it says that, not just names someone or a date
+    predicate: tuple[str, ...] = ()
+    #: for "which" questions, the sort of name asked for when it has a shape of its own
+    #: ("signal": SIGHUP, "environment variable": DOCKER_HOST, "option": --dry-run, "file": a path)
+    sort: str = ""
+    #: a question that names no identifier names its subject by proper names ("the resolver's
+    #: Infinity score", "a Milter"): a value is bound to one of them, else to nothing
+    names: tuple[str, ...] = ()
 
     @property
     def wants_value(self) -> bool:
@@ -182,12 +252,27 @@ class Slot:
             "procedure": "how to do it",
             "reason": "why",
             "yesno": "whether it holds",
+            "recommended": "a recommended value",
+            "who": "who",
+            "when": "when",
+            "where": "where",
             "other": "the answer",
         }[self.attribute]
         return f"{what} of {', '.join(self.subject)}" if self.subject else f"{what} asked for"
 
     def to_json(self) -> dict[str, object]:
-        return {"attribute": self.attribute, "kind": self.kind, "subject": list(self.subject)}
+        out: dict[str, object] = {
+            "attribute": self.attribute,
+            "kind": self.kind,
+            "subject": list(self.subject),
+        }
+        if self.predicate:
+            out["predicate"] = list(self.predicate)
+        if self.sort:
+            out["sort"] = self.sort
+        if self.names and not self.subject:
+            out["names"] = list(self.names)
+        return out
 
 
 def attribute_of(question: str) -> Attribute:
@@ -202,7 +287,12 @@ def subject_of(question: str) -> tuple[str, ...]:
     found: list[str] = []
     for m in _SUBJECT.finditer(question):
         word = next(g for g in m.groups() if g is not None).strip(".,;:")
-        if len(word) < 2 or _VERSION_LIKE.match(word) or _NOT_SUBJECT.search(word):
+        if (
+            len(word) < 2
+            or _VERSION_LIKE.match(word)
+            or _NOT_SUBJECT.search(word)
+            or _ABBREVIATION.match(word)
+        ):
             continue
         found.append(word)
     return tuple(dict.fromkeys(found))
@@ -216,4 +306,116 @@ def asked_slot(question: str) -> Slot:
     """The slot of ``question`` (its asking part, for a question that first tells a story)."""
     attribute = attribute_of(question)
     kind = "unit" if _UNIT_ASKED.search(question) else _KIND[attribute]
-    return Slot(attribute, kind, subject_of(question))
+    predicate = predicate_of(question) if attribute in ("who", "when", "where") else ()
+    sort = sort_of(question) if attribute == "which" else ""
+    return Slot(attribute, kind, subject_of(question), predicate, sort)
+
+
+# "which signal", "what environment variable", "which flag": the sorts of name with a shape
+_SORT = re.compile(
+    r"\b(?:which|what)\s+(?:(?!(?:does|do|did|is|are|was|were)\b)\S+\s+){0,2}?"
+    r"(?P<sort>env(?:ironment)? variables?|signals?|options?|flags?|switch(?:es)?|files?|paths?|directories|"
+    r"directory|functions?|ports?)\b",
+    _I,
+)
+
+
+def sort_of(question: str) -> str:
+    """The sort of name a "which" question asks for, normalised ("environment variable",
+    "signal", "option", "file", "function", "port"), or "" when it has no shape of its own."""
+    m = _SORT.search(question)
+    if m is None:
+        return ""
+    word = m.group("sort").lower()
+    for sort, forms in (
+        ("environment variable", ("env",)),
+        ("signal", ("signal",)),
+        ("option", ("option", "flag", "switch")),
+        ("file", ("file", "path", "director")),
+        ("function", ("function",)),
+        ("port", ("port",)),
+    ):
+        if word.startswith(forms):
+            return sort
+    return ""
+
+
+# The verbs a who/when/where question is asked with that say nothing of what was done
+_AUXILIARY = frozenset(
+    "is are was were be been being do does did has have had will would shall should can could may might "
+    "must get got the a an of in on at to for by with from".split()
+)
+_IRREGULAR = {
+    "won": "win",
+    "wins": "win",
+    "bought": "buy",
+    "sold": "sell",
+    "took": "take",
+    "became": "become",
+    "made": "make",
+    "held": "hold",
+    "began": "begin",
+    "begun": "begin",
+    "ran": "run",
+    "led": "lead",
+    "left": "leave",
+    "paid": "pay",
+    "built": "build",
+    "gave": "give",
+    "given": "give",
+    "found": "find",
+    "wrote": "write",
+    "written": "write",
+    "sang": "sing",
+    "sung": "sing",
+    "took over": "take over",
+    "born": "bear",
+    "chose": "choose",
+    "chosen": "choose",
+    "beat": "beat",
+    "beaten": "beat",
+}
+_VERB_AFTER = re.compile(
+    r"^\W*(?:who(?:m|se)?|when|where|which \w+)\s+(?:(?P<aux>is|are|was|were|will|did|does|do|has|have|had)\s+)?"
+    r"(?P<article>(?:the|a|an)\s+)?(?P<rest>.*)$",
+    _I,
+)
+
+
+def predicate_of(question: str) -> tuple[str, ...]:
+    """The stem of the verb a who/when/where question asks about ("Who won ...?" -> "win",
+    "When was X released?" -> "relea", "Who acquired Instagram?" -> "acqui"): the first word after
+    the question word that ends like a past tense or is a known irregular verb, else the first
+    lower-case word after the subject for "When was X released?"."""
+    m = _VERB_AFTER.match(question)
+    if m is None:
+        return ()
+    words = re.findall(r"[A-Za-z]+", m.group("rest"))
+    for word in words:
+        lowered = word.lower()
+        if lowered in _IRREGULAR:
+            return (_IRREGULAR[lowered], lowered)
+        # after an article the words are a noun phrase ("Who is the lead actress"): only a
+        # past participle there is a verb ("Who was the first person awarded ...")
+        copula = (m.group("aux") or "").lower() in ("is", "are", "was", "were")
+        base = lowered in _BASE_VERBS and not (copula and m.group("article"))
+        if word[0].islower() and lowered not in _AUXILIARY and (lowered.endswith(("ed", "es")) or base):
+            return (_stem(lowered),)
+    return ()
+
+
+# Verbs such questions use in their base form ("When does it open?", "Who will host ...?")
+_BASE_VERBS = frozenset(
+    "open close start end win host release launch premiere direct acquire buy sell play lead found "
+    "invent discover write sing star marry die happen begin occur take hold own run announce".split()
+)
+
+
+def _stem(word: str) -> str:
+    """A prefix that the verb's forms and its noun share: "released"/"release" -> "relea",
+    "acquired"/"acquisition" -> "acqui", "opens" -> "open"."""
+    for suffix in ("ied", "ed", "es", "s"):
+        if word.endswith(suffix) and len(word) - len(suffix) >= 3:
+            word = word[: -len(suffix)]
+            break
+    return word[:5]

@@ -6,6 +6,7 @@ gone becomes. A mixin of PostgresStore (store.py); every write is one transactio
 from __future__ import annotations
 
 import logging
+import re
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
@@ -33,9 +34,13 @@ logging.getLogger("psycopg.pool").addHandler(logging.NullHandler())
 WRITER_LOCK = 0x6369_7465_6C69_6E65 & 0x7FFF_FFFF_FFFF_FFFF
 
 
-def storage_error(exc: BaseException, url: str, location: str) -> CitelineError | None:
+def storage_error(
+    exc: BaseException, url: str, location: str, *, opening: bool = False
+) -> CitelineError | None:
     """The user-facing error for a store that cannot be written or reached now (busy writer lock,
-    read-only, disk full, server gone), else None. Exit code 4, as the embedded store's."""
+    read-only, disk full, server gone), else None. Exit code 4, as the embedded store's.
+    ``opening``: nothing was done yet (else the command's last step was rolled back, and what it
+    did before stays: an add prints that summary above the error)."""
     detail = redact_url(
         str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__, secret_of=url
     )
@@ -57,7 +62,12 @@ def storage_error(exc: BaseException, url: str, location: str) -> CitelineError 
         if why is not None:  # the pool only says it waited: say what connecting answers
             detail = f"{detail}: {redact_url(why, secret_of=url)}"
     if isinstance(exc, (psycopg.OperationalError, PoolTimeout)):
-        return IndexUnavailableError(f"{location} cannot be reached now ({detail}); nothing was changed.")
+        if opening:
+            return IndexUnavailableError(f"{location} cannot be reached now ({detail}); nothing was changed.")
+        return IndexUnavailableError(
+            f"{location} cannot be reached now ({detail}); the step in progress was rolled back, so "
+            "nothing is half-written: run the command again once the server is back."
+        )
     return None
 
 
@@ -83,18 +93,43 @@ _TRANSIENT_AT_CONNECT = (
 )
 
 
+#: libpq's preamble to what the server (or libpq itself) said: the address is in the message already
+_CONNECTING = re.compile(r"^connection failed: connection to server at .*? failed: (FATAL:\s+)?")
+#: what libpq or the server says when it refuses the login itself: trying again will not help
+_LOGIN_REFUSED = ("no password supplied", "password authentication failed", "authentication failed")
+
+
+def login_error(exc: BaseException, url: str, location: str) -> CitelineError | None:
+    """A CitelineError (exit code 1) when the server refused the login (no password given, a wrong
+    one), else None."""
+    if not isinstance(exc, psycopg.OperationalError):
+        return None
+    message = str(exc)
+    if exc.sqlstate not in ("28P01", "28000") and not any(t in message for t in _LOGIN_REFUSED):
+        return None
+    lines = [line.strip() for line in message.strip().splitlines() if line.strip()]
+    said = _CONNECTING.sub("", lines[-1]) if lines else type(exc).__name__
+    detail = redact_url(said, secret_of=url)
+    return CitelineError(
+        f"PostgreSQL at {location} refused the login ({detail}). Give the password in ~/.pgpass or "
+        "PGPASSWORD (or in the URL), and check the user name; trying again as it is will not help."
+    )
+
+
 def unreachable_error(exc: BaseException, url: str, location: str) -> CitelineError | None:
     """IndexUnavailableError (exit code 4: run again) when opening failed because the server
     cannot be reached or cannot take sessions now: refused, timed out, closed, restarting. None
     when the server refused us for good (password, database, role) or the error is another one."""
     if isinstance(exc, PoolTimeout):
-        return storage_error(exc, url, location)
+        return storage_error(exc, url, location, opening=True)
+    if login_error(exc, url, location) is not None:
+        return None
     if not isinstance(exc, psycopg.OperationalError) or exc.sqlstate not in (None, "57P01", "57P03", "53300"):
         return None
     message = str(exc)
     if "FATAL:" in message and not any(t in message for t in _TRANSIENT_AT_CONNECT):
         return None
-    return storage_error(exc, url, location)
+    return storage_error(exc, url, location, opening=True)
 
 
 class PostgresConnections:

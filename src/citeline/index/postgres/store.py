@@ -17,7 +17,7 @@ from __future__ import annotations
 import threading
 from collections import OrderedDict
 from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from typing import TYPE_CHECKING, Any
 
 import psycopg  # a missing extra fails here: the registry names citeline[postgres]
@@ -25,7 +25,7 @@ from psycopg_pool import ConnectionPool, PoolTimeout
 
 from citeline.errors import CitelineError
 from citeline.index.base import DocumentWrite, EmbedderInfo
-from citeline.index.postgres.connection import unreachable_error
+from citeline.index.postgres.connection import login_error, unreachable_error
 from citeline.index.postgres.schema import SCHEMA_VERSION, TABLES, hnsw_index_sql, open_schema
 from citeline.index.postgres.search import PostgresSearch
 from citeline.index.postgres.write import insert_chunks, rebuild_keyword
@@ -86,8 +86,9 @@ class PostgresStore(PostgresSearch):
         except (psycopg.Error, PoolTimeout) as exc:
             self.pool.close()
             # a server that is down, starting or restarting: exit code 4, run again (README)
+            refused = login_error(exc, self.url, self.location)  # exit code 1: will not pass later
             unreachable = unreachable_error(exc, self.url, self.location)
-            raise (unreachable or _error(self.url, exc)) from None
+            raise (refused or unreachable or _error(self.url, exc)) from None
         except BaseException:
             self.pool.close()
             raise
@@ -126,12 +127,31 @@ class PostgresStore(PostgresSearch):
             conn.execute("DROP INDEX IF EXISTS chunks_embedding_hnsw")
         try:
             yield
-        finally:
-            dim = self._dim()
-            if dim:
-                with self._write() as conn:
-                    conn.execute("SET LOCAL maintenance_work_mem = '512MB'")
-                    conn.execute(hnsw_index_sql(dim))
+        except BaseException:
+            # the load stopped (the server went away, an error, ^C): build the index if the server
+            # still lets us, without hiding why the load stopped; else the next add builds it
+            with suppress(CitelineError, psycopg.Error, PoolTimeout):
+                self.ensure_vector_index()
+            raise
+        self.ensure_vector_index()
+
+    def ensure_vector_index(self) -> bool:
+        """Build the HNSW index when it is missing (a bulk load that was interrupted); True when it
+        was built. Every add ends with it: a re-add after an interrupted load leaves it whole."""
+        dim = self._dim()
+        if not dim:
+            return False
+        with self._read() as conn:
+            present = conn.execute(
+                "SELECT 1 FROM pg_class WHERE relname = 'chunks_embedding_hnsw' "
+                "AND relnamespace = current_schema()::regnamespace"
+            ).fetchone()
+        if present is not None:
+            return False
+        with self._write() as conn:
+            conn.execute("SET LOCAL maintenance_work_mem = '512MB'")
+            conn.execute(hnsw_index_sql(dim))
+        return True
 
     # -- what it derives from its rows (the hooks of index/sql/store.py) -------------------------
 

@@ -265,20 +265,22 @@ class SqlStore(SqlRecords):
         vectors: Mapping[str, Vector],
         page_starts: Sequence[int] = (),
         original: bytes | None = None,
-    ) -> None:
-        self.replace_documents(
+    ) -> bool:
+        return document.id in self.replace_documents(
             [DocumentWrite(document, text, tuple(chunks), vectors, tuple(page_starts), original)]
         )
 
-    def replace_documents(self, writes: Sequence[DocumentWrite]) -> None:
+    def replace_documents(self, writes: Sequence[DocumentWrite]) -> frozenset[str]:
         name = self.meta("embedder")
         if name is None:
             raise CitelineError("Bind an embedder to the index before adding documents.")
         prepared = self._prepare(writes)
         with self.writing() as s:
-            chunks, tokens = write_documents(s, name, writes, partial(self._insert_chunks, prepared=prepared))
+            insert = partial(self._insert_chunks, prepared=prepared)
+            chunks, tokens, existed = write_documents(s, name, writes, insert)
             self._bump(s, chunks, tokens)
         self._after_write()
+        return existed
 
     def remove_document(self, document_id: str) -> None:
         with self.writing() as s:

@@ -153,16 +153,18 @@ def _insert_documents(s: Session, writes: Sequence[DocumentWrite], added: dict[A
 
 def write_documents(
     s: Session, embedder: str, writes: Sequence[DocumentWrite], insert_chunks: InsertChunks
-) -> tuple[int, int]:
+) -> tuple[int, int, frozenset[str]]:
     """Replace each document of ``writes`` whole (a document given twice: the last wins); the
-    change in (chunks, tokens). Raises CitelineError (the transaction rolls back) when a chunk has
+    change in (chunks, tokens), and the ids of the documents that were there (by id, or by
+    collection and source). Raises CitelineError (the transaction rolls back) when a chunk has
     no vector, neither given nor cached for ``embedder``."""
     d = s.dialect
     latest = {w.document.id: i for i, w in enumerate(writes)}
     order = [i for i, w in enumerate(writes) if latest[w.document.id] == i]
     offsets = list(accumulate((len(w.chunks) for w in writes), initial=0))
     kept = [writes[i] for i in order]
-    old = _old_versions(s, [w.document for w in kept])
+    docs = [w.document for w in kept]
+    old = _old_versions(s, docs)
     added = {r[0]: r[3] for r in old} | {(r[1], r[2]): r[3] for r in old}
     removed = delete_documents(s, sorted({r[0] for r in old}))
     _insert_documents(s, kept, added)
@@ -192,4 +194,5 @@ def write_documents(
     collect_garbage(
         s, removed.text_hashes - needed, removed.content_hashes - {w.document.content_hash for w in kept}
     )
-    return len(new) - removed.chunks, tokens - removed.tokens
+    existed = frozenset(doc.id for doc in docs if doc.id in added or (doc.collection, doc.source) in added)
+    return len(new) - removed.chunks, tokens - removed.tokens, existed

@@ -20,7 +20,13 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from citeline.errors import CitelineError, NotAnIndexError, SchemaTooNewError
+from citeline.errors import (
+    CitelineError,
+    IndexFolderError,
+    NotAnIndexError,
+    SchemaTooNewError,
+    folder_error_reason,
+)
 from citeline.index.base import EmbedderInfo, Problem
 from citeline.index.sql.dialect import SQLITE, Session, insert_sql
 from citeline.index.sql.rows import chunk_write_columns
@@ -130,6 +136,12 @@ class SqliteStore(SqliteSearch):
     # -- opening -----------------------------------------------------------------------------
 
     def _check_folder(self, create: bool) -> None:
+        try:
+            self._check_folder_entries(create)
+        except OSError as exc:  # a file in the path, a read-only place, no permission
+            raise IndexFolderError(str(self.folder), folder_error_reason(exc)) from exc
+
+    def _check_folder_entries(self, create: bool) -> None:
         if self.folder.exists() and not self.folder.is_dir():
             raise NotAnIndexError(str(self.folder), "it is a file, not a folder")
         if self.path.exists():

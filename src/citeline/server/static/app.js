@@ -274,6 +274,8 @@ async function openCitation(n, quote, opener) {
   $("source-doc").textContent = c.source;
   $("source-heading").textContent = c.heading || "—";
   $("source-page").textContent = c.page ? (c.page_end && c.page_end !== c.page ? c.page + "–" + c.page_end : String(c.page)) : "—";
+  // the label printed on the page (a PDF's page labels: "ix", "9"), when it is not the page's number
+  if (c.page && c.page_label && c.page_label !== String(c.page)) $("source-page").textContent += " (printed page " + c.page_label + ")";
   $("source-quote").textContent = c.quote.slice(...cpToUtf16(c.quote, [c.quote_start - c.start, c.quote_end - c.start]));
   clear($("pdf-pages"));
   clear($("source-text"));

@@ -17,6 +17,17 @@ function table(head, rows) {
   return el("div", { class: "scroll", tabindex: "0", role: "region", "aria-label": cols.map((c) => c.name).join(", ") }, t);
 }
 
+// what the question asked for (retrieval/slot.py): "the default of smtpd_recipient_limit (a value)"
+const ATTRIBUTES = { default: "the default", maximum: "the limit", minimum: "the minimum", quantity: "the amount",
+  version: "the version", which: "which one", meaning: "what it means", procedure: "how to do it", reason: "why",
+  yesno: "whether it holds", other: "an answer" };
+const KINDS = { value: "a value", number: "a number", unit: "a unit", version: "a version number",
+  identifier: "a name or option", definition: "a definition", procedure: "steps or a command", any: "any kind" };
+function askedFor(slot) {
+  const subject = (slot.subject || []).length ? " of " + slot.subject.join(", ") : "";
+  return (ATTRIBUTES[slot.attribute] || slot.attribute) + subject + " (answered by " + (KINDS[slot.kind] || slot.kind) + ")";
+}
+
 async function loadTrace() {
   const box = $("trace-body");
   if (!state.traceId || box.dataset.loaded === state.traceId) return;
@@ -34,6 +45,8 @@ async function loadTrace() {
     box.append(el("p", { text: "Generator " + t.generator + ", verifier " + t.verifier + ". Relevance " +
       (rel.score !== undefined ? Number(rel.score).toFixed(2) : "?") + " (threshold " + t.threshold + ")" +
       (t.refusal_reason ? ". Refused: " + t.refusal_reason : ".") }));
+    const slot = t.slot || {};
+    if (slot.attribute) box.append(el("p", { class: "slot", text: "Asked for: " + askedFor(slot) }));
     if (t.redacted) box.append(el("p", { class: "muted", text: "Parts of this trace come from documents you may not read; they are left out." }));
     box.append(el("h3", { text: "Time per stage (ms)" }),
       table(["stage", "ms"], Object.entries(t.timings_ms || {}).map(([k, v]) => [k, Number(v).toFixed(1)])));
