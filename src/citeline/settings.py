@@ -187,7 +187,7 @@ class Settings:
     server_allow_anonymous: bool = _opt(
         False, "server: answer requests without a key (read-only, documents marked public only)"
     )
-    # embedded store: derived engines for large indexes (index/engines.py)
+    # embedded store: derived engines for large indexes (index/sqlite/engines.py)
     engine_min_chunks: int = _opt(
         20_000,
         "embedded store: from this many chunks, search with tantivy (BM25) and faiss (IVF) instead of "

@@ -8,8 +8,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from citeline.index import dense
-from citeline.index.dense import DenseMatrix, load_saved, save
+from citeline.index.sqlite import dense
+from citeline.index.sqlite.dense import DenseMatrix, load_saved, save
 
 KEY = "7:minilm-int8:4:3:12:0"
 

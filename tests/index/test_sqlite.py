@@ -9,9 +9,9 @@ import numpy as np
 import pytest
 
 from citeline.errors import NotAnIndexError, SchemaTooNewError
-from citeline.index.dense import DenseMatrix
-from citeline.index.schema import SCHEMA_VERSION
 from citeline.index.sqlite import SqliteStore
+from citeline.index.sqlite.dense import DenseMatrix
+from citeline.index.sqlite.schema import SCHEMA_VERSION
 
 
 def test_new_index_uses_wal_and_records_schema_version(tmp_path: Path) -> None:
@@ -68,7 +68,7 @@ def test_dense_matrix_is_saved_for_the_next_process_and_never_read_stale(tmp_pat
     opened on the index; after a write its key differs and SQLite is read again."""
     from tests.index.test_store_contract import DIM, _vector, put
 
-    from citeline.index import dense
+    from citeline.index.sqlite import dense
     from citeline.retrieval.filters import Filter
 
     location = tmp_path / "index"

@@ -1,9 +1,9 @@
 """Derived search engines of the embedded store above ``engine_min_chunks`` chunks: tantivy for
-BM25 (index/engine_keyword.py) and a faiss IVF index for vectors (index/engine_vector.py), in
+BM25 (index/sqlite/engine_keyword.py) and a faiss IVF index for vectors (index/sqlite/engine_vector.py), in
 ``engines/`` of the index folder. SQLite stays the source of truth; below the threshold the store
 keeps FTS5 and the exact NumPy matrix.
 
-Consistency: the change log (index/changelog.py). Before a search, and after each write, the
+Consistency: the change log (index/sqlite/changelog.py). Before a search, and after each write, the
 engines catch up from the position they record to the log's; hits are joined against SQLite
 (``_ids_for_rowids`` drops rowids SQLite no longer holds). Updating the engines' files takes
 ``engines/lock`` (an flock, released by the kernel when a process dies); a search that finds the
@@ -42,11 +42,12 @@ import numpy.typing as npt
 
 from citeline.errors import IndexBusyError
 from citeline.index.base import Problem
-from citeline.index.changelog import changed_rowids, log_floor, log_position
-from citeline.index.engine_keyword import KeywordEngine, SliceIndex, read_state
-from citeline.index.engine_vector import VectorEngine
-from citeline.index.schema import snapshot
-from citeline.index.sql_filter import filter_sql
+from citeline.index.sql.dialect import SQLITE
+from citeline.index.sql.filters import filter_sql
+from citeline.index.sqlite.changelog import changed_rowids, log_floor, log_position
+from citeline.index.sqlite.engine_keyword import KeywordEngine, SliceIndex, read_state
+from citeline.index.sqlite.engine_vector import VectorEngine
+from citeline.index.sqlite.schema import snapshot
 from citeline.retrieval.filters import Filter
 
 log = logging.getLogger(__name__)
@@ -135,7 +136,7 @@ class Engines:
         with self._lock, snapshot(conn):
             position, floor = log_position(conn), log_floor(conn)
             return self._catch_up_keyword(conn, position, floor), self._catch_up_vector(
-                conn, position, floor, embedder, dim, tag or embedder
+                conn, (position, floor), embedder, dim, tag or embedder
             )
 
     def _catch_up_keyword(self, conn: sqlite3.Connection, position: int, floor: int) -> bool:
@@ -185,8 +186,10 @@ class Engines:
         return rowids, matrix
 
     def _catch_up_vector(
-        self, conn: sqlite3.Connection, position: int, floor: int, embedder: str, dim: int, tag: str
+        self, conn: sqlite3.Connection, log: tuple[int, int], embedder: str, dim: int, tag: str
     ) -> bool:
+        """``log``: the change log's (position, floor)."""
+        position, floor = log
         if self.vector is None:
             self.vector = VectorEngine(self.folder)
         vec = self.vector
@@ -241,7 +244,7 @@ class Engines:
         key = ("rowids:" + repr(flt), generation)
         found = self._slice(key)
         if found is None:
-            cond, params = filter_sql(flt, "document_id")
+            cond, params = filter_sql(flt, "document_id", SQLITE)
             rows = conn.execute(f"SELECT rowid FROM chunks WHERE {cond} ORDER BY rowid", params)
             found = np.fromiter((r[0] for r in rows), dtype=np.int64)
             self._keep(key, found)
@@ -270,9 +273,7 @@ class Engines:
         vector: npt.NDArray[np.float32],
         flt: Filter,
         k: int,
-        generation: int,
-        embedder: str,
-        dim: int,
+        state: EngineState,
     ) -> list[tuple[int, float]]:
         vec = self.vector
         assert vec is not None and vec.index is not None
@@ -280,11 +281,11 @@ class Engines:
         if flt.is_empty:
             with self._lock:
                 return vec.search(query, k, self.settings.nprobe)
-        allowed = self.allowed(conn, flt, generation)
+        allowed = self.allowed(conn, flt, state.generation)
         if len(allowed) == 0:
             return []
         if len(allowed) <= self.settings.exact_rows:
-            return self._exact(conn, query, flt, k, generation, embedder, dim)
+            return self._exact(conn, query, flt, k, state)
         bitmap = np.zeros(int(allowed[-1]) // 8 + 1, dtype=np.uint8)
         np.bitwise_or.at(bitmap, allowed >> 3, (1 << (allowed & 7)).astype(np.uint8))
         with self._lock:
@@ -297,15 +298,13 @@ class Engines:
         query: npt.NDArray[np.float32],
         flt: Filter,
         k: int,
-        generation: int,
-        embedder: str,
-        dim: int,
+        state: EngineState,
     ) -> list[tuple[int, float]]:
-        key = ("vectors:" + repr(flt), generation)
+        key = ("vectors:" + repr(flt), state.generation)
         found = self._slice(key)
         if found is None:
-            cond, params = filter_sql(flt, "c.document_id")
-            found = self._vectors(conn, embedder, dim, cond, params)
+            cond, params = filter_sql(flt, "c.document_id", SQLITE)
+            found = self._vectors(conn, state.embedder, state.dim, cond, params)
             self._keep(key, found)
         rowids, matrix = found
         if len(rowids) == 0:
@@ -332,7 +331,7 @@ class Engines:
         key = ("keyword:" + repr(flt), generation)
         found = self._slice(key)
         if found is None:
-            cond, params = filter_sql(flt, "document_id")
+            cond, params = filter_sql(flt, "document_id", SQLITE)
             rows = conn.execute(f"SELECT rowid, index_text FROM chunks WHERE {cond} ORDER BY rowid", params)
             found = SliceIndex(kw, rows.fetchall())
             self._keep(key, found)

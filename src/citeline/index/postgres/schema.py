@@ -15,7 +15,7 @@ shard); tests/index/test_postgres.py checks this on the live schema through pg_c
 * meta, counters, settings and api_keys are reference tables (a few rows each).
 
 pgvector: the dense side needs the extension ``vector`` >= 0.5.0 (HNSW). Before 0.8.0 an HNSW
-scan filters *after* its candidate list (``hnsw.ef_search`` rows), so postgres_search.py scans
+scan filters *after* its candidate list (``hnsw.ef_search`` rows), so search.py scans
 exactly below a selectivity threshold; 0.8.0 adds iterative scans, used when present.
 """
 

@@ -1,7 +1,7 @@
 """The PostgreSQL store's search: BM25 over a GIN-indexed tsvector and cosine over pgvector, both
-filtered in SQL before ranking. A mixin of PostgresStore (index/postgres.py).
+filtered in SQL before ranking. A mixin of PostgresStore (store.py).
 
-Keyword side: chunks are tokenised exactly as FTS5 does (postgres_text.py) into a tsvector (GIN:
+Keyword side: chunks are tokenised exactly as FTS5 does (text.py) into a tsvector (GIN:
 matching, phrases, filtered term counts) and postings (lexeme, chunk, frequency, chunk length;
 a covering index per lexeme). A search reads the postings of the query's single lexemes and the
 tsvector positions of rows holding a multi-token phrase (compound identifiers), filtered in SQL
@@ -31,9 +31,12 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from citeline.index.base import Vector
-from citeline.index.postgres_records import PostgresRecords
-from citeline.index.postgres_text import K1, B, KeywordQuery, idf
-from citeline.index.sql_filter import filter_sql
+from citeline.index.postgres.connection import PostgresConnections
+from citeline.index.postgres.text import KeywordQuery
+from citeline.index.sql.dialect import POSTGRES
+from citeline.index.sql.filters import filter_sql
+from citeline.index.sql.fts5 import K1, B, idf, term_weight
+from citeline.index.sql.store import SqlStore
 from citeline.retrieval.bm25 import keyword_phrases
 from citeline.retrieval.filters import Filter
 
@@ -95,7 +98,7 @@ def _bm25_sql(keyword: KeywordQuery, chunk_cond: str, posting_cond: str) -> str:
     )
 
 
-class PostgresSearch(PostgresRecords):
+class PostgresSearch(PostgresConnections, SqlStore):
     exact_scan_rows: int
     exact_scan_fraction: float
     ef_search: int
@@ -106,7 +109,8 @@ class PostgresSearch(PostgresRecords):
     _df_lock: threading.Lock
 
     def _filter(self, flt: Filter, column: str = "c.document_id") -> tuple[str, list[Any]]:
-        return filter_sql(flt, column, placeholder="%s", id_column="document_id")
+        cond, params = filter_sql(flt, column, POSTGRES)
+        return POSTGRES.sql(cond), params
 
     def _dim(self) -> int:
         return int(self.meta("embedder_dim") or 0)
@@ -151,8 +155,7 @@ class PostgresSearch(PostgresRecords):
         keyword = KeywordQuery.of(keyword_phrases(query))
         if keyword.is_empty or k <= 0:
             return []
-        with self._read() as conn, conn.transaction():
-            conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ READ ONLY")
+        with self._snapshot() as conn:
             built = self._bm25(conn, keyword, flt, k)
             if built is None:
                 return []
@@ -237,8 +240,7 @@ class PostgresSearch(PostgresRecords):
             return []
         query = np.asarray(vector, dtype=np.float32)
         cond, params = self._filter(flt)
-        with self._read() as conn, conn.transaction():
-            conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ READ ONLY")
+        with self._snapshot() as conn:
             total = self._totals(conn).get("chunks", 0)
             allowed = total
             if cond:
@@ -300,9 +302,7 @@ class PostgresSearch(PostgresRecords):
                 row = conn.execute(f"SELECT {selects}", flat).fetchone()
             for i, value in zip(counted, row, strict=True):
                 dfs[i] = int(value)
-        return {
-            term: math.log(1.0 + (n - df + 0.5) / (df + 0.5)) for term, df in zip(terms, dfs, strict=True)
-        }
+        return {term: term_weight(n, df) for term, df in zip(terms, dfs, strict=True)}
 
     def count_chunks(self, flt: Filter) -> int:
         cond, params = self._filter(flt)

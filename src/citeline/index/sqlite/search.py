@@ -1,6 +1,6 @@
 """The embedded store's search: FTS5 BM25 and exact cosine over an in-memory matrix, both pre-filtered.
 
-A mixin of SqliteStore (index/sqlite.py). The matrix is derived from the vectors in SQLite and
+A mixin of SqliteStore (store.py). The matrix is derived from the vectors in SQLite and
 rebuilt when the index's generation counter moves (any write bumps it).
 
 BM25 for a principal who is not an admin is computed over the chunks it may read only (its
@@ -15,8 +15,6 @@ scores as ``bm25()``.
 from __future__ import annotations
 
 import logging
-import math
-import sqlite3
 import threading
 from collections import Counter, defaultdict
 from collections.abc import Sequence
@@ -26,20 +24,21 @@ from typing import TYPE_CHECKING
 import numpy as np
 import numpy.typing as npt
 
-from citeline.index import dense
 from citeline.index.base import Vector
-from citeline.index.changelog import log_position
-from citeline.index.dense import DenseMatrix
-from citeline.index.engines import Engines, EngineState
-from citeline.index.schema import FTS_TOKENIZER, snapshot
-from citeline.index.sql_filter import filter_sql
-from citeline.index.sqlite_records import SqliteRecords
+from citeline.index.sql.dialect import SQLITE
+from citeline.index.sql.filters import filter_sql
+from citeline.index.sql.fts5 import K1, B, idf, term_weight, tokenizer
+from citeline.index.sql.store import SqlStore
+from citeline.index.sqlite import dense
+from citeline.index.sqlite.changelog import log_position
+from citeline.index.sqlite.connections import SqliteConnections
+from citeline.index.sqlite.dense import DenseMatrix
+from citeline.index.sqlite.engines import Engines, EngineState
+from citeline.index.sqlite.schema import snapshot
 from citeline.retrieval.bm25 import fts_match_expression, fts_quote, keyword_phrases
 from citeline.retrieval.filters import Filter
 
 log = logging.getLogger(__name__)
-#: FTS5's bm25() constants
-BM25_K1, BM25_B = 1.2, 0.75
 _VOCAB = "temp.citeline_fts_instances"
 
 
@@ -66,43 +65,12 @@ def _locate(
     return clipped, known[clipped] == rowids
 
 
-class PhraseTokenizer:
-    """Splits a query phrase into the tokens FTS5 indexes (same tokenizer, in memory)."""
-
-    def __init__(self) -> None:
-        self._conn = sqlite3.connect(":memory:", isolation_level=None, check_same_thread=False)
-        self._conn.execute(f"CREATE VIRTUAL TABLE t USING fts5(x, tokenize='{FTS_TOKENIZER}')")
-        self._conn.execute("CREATE VIRTUAL TABLE v USING fts5vocab(t, instance)")
-        self._lock = threading.Lock()
-        self._cache: dict[str, tuple[str, ...]] = {}
-
-    def tokens(self, phrase: str) -> tuple[str, ...]:
-        with self._lock:
-            if phrase not in self._cache:
-                self._conn.execute("DELETE FROM t")
-                self._conn.execute("INSERT INTO t (x) VALUES (?)", (phrase,))
-                rows = self._conn.execute("SELECT term FROM v ORDER BY offset").fetchall()
-                if len(self._cache) > 4096:
-                    self._cache.clear()
-                self._cache[phrase] = tuple(r[0] for r in rows)
-            return self._cache[phrase]
-
-
-_TOKENIZER: PhraseTokenizer | None = None
-
-
-def phrase_tokens(phrase: str) -> tuple[str, ...]:
-    global _TOKENIZER
-    if _TOKENIZER is None:
-        _TOKENIZER = PhraseTokenizer()
-    return _TOKENIZER.tokens(phrase)
-
-
 if TYPE_CHECKING:
     from citeline.retrieval.query import Query
 
 
-class SqliteSearch(SqliteRecords):
+class SqliteSearch(SqliteConnections, SqlStore):
+    _lock: threading.RLock
     _dense: DenseMatrix | None
     _dense_generation: int
     _engines: Engines
@@ -122,7 +90,7 @@ class SqliteSearch(SqliteRecords):
 
     def _read_dense(self, generation: int) -> DenseMatrix:
         """The matrix saved by the last process that read this generation, else from SQLite
-        (then saved for the next one; index/dense.py)."""
+        (then saved for the next one; index/sqlite/dense.py)."""
         name = self.meta("embedder")
         dim = int(self.meta("embedder_dim") or 0)
         count, top = self.conn.execute("SELECT COUNT(*), MAX(rowid) FROM chunks").fetchone()
@@ -159,7 +127,7 @@ class SqliteSearch(SqliteRecords):
         return f"{self.meta('embedder')}@{self.meta('embedder_version') or ''}@{self.meta('embedder_dim')}"
 
     def _engine_state(self) -> EngineState | None:
-        """The derived engines' state when they serve this index (index/engines.py), else None:
+        """The derived engines' state when they serve this index (index/sqlite/engines.py), else None:
         FTS5 and the matrix do. An engine that cannot be read or brought up to date is logged and
         left out (SQLite answers)."""
         meta = dict(
@@ -191,7 +159,7 @@ class SqliteSearch(SqliteRecords):
         if not flt.principal.admin:
             with snapshot(self.conn):
                 return self._slice_bm25(keyword_phrases(query), expression, flt, k)
-        cond, params = filter_sql(flt, "c.document_id")
+        cond, params = filter_sql(flt, "c.document_id", SQLITE)
         sql = (
             "SELECT c.id, -bm25(chunks_fts) AS score FROM chunks_fts JOIN chunks c ON c.rowid = chunks_fts.rowid "
             f"WHERE chunks_fts MATCH ? {'AND ' + cond if cond else ''} ORDER BY bm25(chunks_fts), c.rowid LIMIT ?"
@@ -258,7 +226,7 @@ class SqliteSearch(SqliteRecords):
         """FTS5's BM25 with every statistic (rows, average length, document frequencies) taken
         over the chunks ``flt.principal`` may read; ranked within ``flt``."""
         generation = int(self.meta("generation") or 0)
-        acl_cond, acl_params = filter_sql(Filter(principal=flt.principal), "c.document_id")
+        acl_cond, acl_params = filter_sql(Filter(principal=flt.principal), "c.document_id", SQLITE)
         slice_rowids = np.fromiter(
             (r[0] for r in self.conn.execute(f"SELECT c.rowid FROM chunks c WHERE {acl_cond}", acl_params)),
             dtype=np.int64,
@@ -267,7 +235,7 @@ class SqliteSearch(SqliteRecords):
         if n == 0:
             return []
         avgdl = max(float(self._lengths_of(np.sort(slice_rowids), generation).sum()) / n, 1e-9)
-        cond, params = filter_sql(flt, "c.document_id")
+        cond, params = filter_sql(flt, "c.document_id", SQLITE)
         candidates = [
             int(r[0])
             for r in self.conn.execute(
@@ -281,10 +249,10 @@ class SqliteSearch(SqliteRecords):
         position = {rowid: i for i, rowid in enumerate(candidates)}
         wanted = set(candidates)
         dl = self._lengths_of(np.asarray(candidates, dtype=np.int64), generation)
-        norm = BM25_K1 * (1.0 - BM25_B + BM25_B * dl / avgdl)
+        norm = K1 * (1.0 - B + B * dl / avgdl)
         scores = np.zeros(len(candidates), dtype=np.float64)
         for phrase in phrases:
-            tokens = phrase_tokens(phrase)
+            tokens = tokenizer().phrase(phrase)
             if not tokens:
                 continue
             hits = int(
@@ -294,25 +262,22 @@ class SqliteSearch(SqliteRecords):
                     [fts_quote(phrase), *acl_params],
                 ).fetchone()[0]
             )
-            idf = math.log((n - min(hits, n) + 0.5) / (hits + 0.5))
-            idf = idf if idf > 0.0 else 1e-6  # as FTS5 does for terms in most rows
+            weight = idf(n, min(hits, n))
             for rowid, freq in self._phrase_counts(tokens, wanted).items():
                 i = position[rowid]
-                scores[i] += idf * (freq * (BM25_K1 + 1.0)) / (freq + norm[i])
+                scores[i] += weight * (freq * (K1 + 1.0)) / (freq + norm[i])
         order = sorted(range(len(candidates)), key=lambda i: (-scores[i], candidates[i]))[:k]
         return self._ids_for_rowids([(candidates[i], float(scores[i])) for i in order])
 
     def vector_search(self, vector: Vector, flt: Filter, k: int) -> list[tuple[str, float]]:
         state = self._engine_state()
         if state is not None and state.vector and k > 0:
-            hits = self._engines.vector_search(
-                self.conn, vector, flt, k, state.generation, state.embedder, state.dim
-            )
+            hits = self._engines.vector_search(self.conn, vector, flt, k, state)
             return self._ids_for_rowids(hits)
         dense = self._dense_matrix()
         allowed = None
         if not flt.is_empty:
-            cond, params = filter_sql(flt, "document_id")
+            cond, params = filter_sql(flt, "document_id", SQLITE)
             allowed = np.fromiter(
                 (r[0] for r in self.conn.execute(f"SELECT rowid FROM chunks WHERE {cond}", params)),
                 dtype=np.int64,
@@ -330,14 +295,14 @@ class SqliteSearch(SqliteRecords):
 
     def _term_weights(self, terms: Sequence[str], flt: Filter) -> dict[str, float]:
         n = self.count_chunks(flt)
-        cond, params = filter_sql(flt, "c.document_id")
+        cond, params = filter_sql(flt, "c.document_id", SQLITE)
         weights: dict[str, float] = {}
         state = self._engine_state() if terms and flt.principal.admin else None
         if state is not None and state.keyword:
             for term in terms:
                 phrases = keyword_phrases(term)
                 df = self._engines.term_count(self.conn, phrases, flt, state.generation) if phrases else 0
-                weights[term] = math.log(1.0 + (n - df + 0.5) / (df + 0.5))
+                weights[term] = term_weight(n, df)
             return weights
         for term in terms:
             expression = fts_match_expression(term)
@@ -350,10 +315,5 @@ class SqliteSearch(SqliteRecords):
                         (expression, *params),
                     ).fetchone()[0]
                 )
-            weights[term] = math.log(1.0 + (n - df + 0.5) / (df + 0.5))
+            weights[term] = term_weight(n, df)
         return weights
-
-    def count_chunks(self, flt: Filter) -> int:
-        cond, params = filter_sql(flt, "document_id")
-        sql = f"SELECT COUNT(*) FROM chunks {'WHERE ' + cond if cond else ''}"
-        return int(self.conn.execute(sql, params).fetchone()[0])

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from citeline.index.sql.dialect import Dialect
 from citeline.retrieval.filters import Filter, Principal
 
 
@@ -11,17 +12,15 @@ def _like_escape(value: str) -> str:
     return value.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
 
 
-def filter_sql(
-    flt: Filter, doc_column: str, *, placeholder: str = "?", id_column: str = "id"
-) -> tuple[str, list[Any]]:
+def filter_sql(flt: Filter, doc_column: str, dialect: Dialect) -> tuple[str, list[Any]]:
     """A SQL condition on ``doc_column`` (a document id) that enforces the filter; ("", []) if none.
 
-    ``placeholder`` is the driver's parameter marker (sqlite3: ?, psycopg: %s) and ``id_column``
-    the name of the documents table's id column (the same SQL serves both stores).
+    Written with ``?`` placeholders, as all shared SQL (``Dialect.sql`` gives the driver's form),
+    over ``dialect``'s documents id column.
     """
     if flt.is_empty:
         return "", []
-    p = placeholder
+    p, id_column = "?", dialect.document_id
     conds: list[str] = []
     params: list[Any] = []
     if flt.source_prefix is not None:

@@ -1,7 +1,7 @@
-"""The change log of chunks: how the derived engines (index/engines.py) stay consistent with SQLite.
+"""The change log of chunks: how the derived engines (index/sqlite/engines.py) stay consistent with SQLite.
 
 ``changes(seq, chunk, op)`` gets one row per chunk row added (op 1) or removed (op 0), written by
-triggers on ``chunks`` (index/schema.py, version 3), so in the same transaction as the chunk rows
+triggers on ``chunks`` (index/sqlite/schema.py, version 3), so in the same transaction as the chunk rows
 themselves, whatever wrote them (ingestion, removal, ``check --repair``). ``seq`` is AUTOINCREMENT:
 a position is never reused, even after the log is compacted.
 

@@ -1,15 +1,13 @@
-"""The PostgreSQL store's records besides documents: meta, settings, the per-index secret, API keys,
-traces. A mixin of PostgresStore (index/postgres.py); every write is one transaction.
+"""The PostgreSQL store's connections: a pool, the read and write contexts (writers take turns on
+an advisory lock; readers never wait), and the errors a server that is busy, read-only, full or
+gone becomes. A mixin of PostgresStore (store.py); every write is one transaction.
 """
 
 from __future__ import annotations
 
-import json
 import logging
 import re
-import secrets
-import time
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
@@ -24,32 +22,16 @@ from citeline.errors import (
     IndexUnavailableError,
     ReadOnlyIndexError,
 )
-from citeline.index.base import ApiKey
+from citeline.index.sql.dialect import POSTGRES, Session
 from citeline.settings import redact_url
-from citeline.trace import Trace, TraceSummary
 
 # psycopg_pool logs every failed reconnection attempt as a warning; with no handler configured
 # Python prints those on stderr in the middle of a command's output. A handler of its own keeps
 # them out of plain command output while an application that configures logging still gets them.
 logging.getLogger("psycopg.pool").addHandler(logging.NullHandler())
 
-_KEY_COLUMNS = 'id, "user", key_hash, groups, role, created_at, revoked_at, label, meta'
 #: pg_advisory_xact_lock key of the single writer (writers take turns, readers never wait)
 WRITER_LOCK = 0x6369_7465_6C69_6E65 & 0x7FFF_FFFF_FFFF_FFFF
-
-
-def _api_key(row: tuple[Any, ...]) -> ApiKey:
-    return ApiKey(
-        id=row[0],
-        user=row[1],
-        key_hash=row[2],
-        groups=tuple(json.loads(row[3])),
-        role=row[4],
-        created_at=row[5],
-        revoked_at=row[6],
-        label=row[7],
-        meta=json.loads(row[8]),
-    )
 
 
 def storage_error(
@@ -150,7 +132,9 @@ def unreachable_error(exc: BaseException, url: str, location: str) -> CitelineEr
     return storage_error(exc, url, location, opening=True)
 
 
-class PostgresRecords:
+class PostgresConnections:
+    """The store's connections: a pool (psycopg_pool) of autocommit connections."""
+
     pool: Any
     url: str
     location: str
@@ -183,143 +167,26 @@ class PostgresRecords:
         except (psycopg.Error, PoolTimeout) as exc:
             raise (storage_error(exc, self.url, self.location) or exc) from None
 
-    def _one(self, sql: str, params: Iterable[Any] = ()) -> Any:
-        with self._read() as conn:
-            row = conn.execute(sql, tuple(params)).fetchone()
-        return None if row is None else row[0]
+    @contextmanager
+    def _snapshot(self) -> Iterator[Any]:
+        """Reads that agree with each other: one read-only transaction (REPEATABLE READ)."""
+        with self._read() as conn, conn.transaction():
+            conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ READ ONLY")
+            yield conn
 
-    def meta(self, key: str) -> str | None:
-        value = self._one("SELECT value FROM meta WHERE key = %s", (key,))
-        return None if value is None else str(value)
+    # -- the shared code's contexts (index/sql/records.py) ----------------------------------------
 
-    @staticmethod
-    def _set_meta(conn: Any, key: str, value: str) -> None:
-        conn.execute(
-            "INSERT INTO meta (key, value) VALUES (%s, %s) ON CONFLICT (key) DO UPDATE SET value = excluded.value",
-            (key, value),
-        )
+    @contextmanager
+    def reading(self, snapshot: bool = False) -> Iterator[Session]:
+        with self._snapshot() if snapshot else self._read() as conn:
+            yield Session(conn, POSTGRES)
 
-    @staticmethod
-    def _bump(conn: Any, chunks: int = 0, tokens: int = 0) -> None:
-        """Move the corpus totals (BM25's N and average length) and the generation, last in a write."""
-        conn.execute(
-            "UPDATE counters SET value = value + CASE name WHEN 'generation' THEN 1 WHEN 'chunks' THEN %s "
-            "ELSE %s END",
-            (chunks, tokens),
-        )
-
-    # -- settings -------------------------------------------------------------------------------
-
-    def stored_settings(self) -> dict[str, Any]:
-        with self._read() as conn:
-            rows = conn.execute("SELECT key, value FROM settings ORDER BY key").fetchall()
-        return {k: json.loads(v) for k, v in rows}
-
-    def save_settings(self, values: Mapping[str, Any], remove: Iterable[str] = ()) -> None:
+    @contextmanager
+    def writing(self) -> Iterator[Session]:
         with self._write() as conn:
-            for key in remove:
-                conn.execute("DELETE FROM settings WHERE key = %s", (key,))
-            for key, value in values.items():
-                conn.execute(
-                    "INSERT INTO settings (key, value) VALUES (%s, %s) "
-                    "ON CONFLICT (key) DO UPDATE SET value = excluded.value",
-                    (key, json.dumps(value)),
-                )
+            yield Session(conn, POSTGRES)
 
-    def secret(self) -> bytes:
-        value = self.meta("secret")
-        if value is None:
-            with self._read() as conn:  # first writer wins; everyone reads the winner's
-                conn.execute(
-                    "INSERT INTO meta (key, value) VALUES ('secret', %s) ON CONFLICT (key) DO NOTHING",
-                    (secrets.token_hex(32),),
-                )
-            value = self.meta("secret")
-        return bytes.fromhex(value or "")
-
-    def adopt_secret(self, secret: bytes) -> None:
-        with self._write() as conn:
-            self._set_meta(conn, "secret", secret.hex())
-
-    # -- API keys -------------------------------------------------------------------------------
-
-    def add_api_key(self, key: ApiKey) -> None:
-        with self._write() as conn:
-            conn.execute(
-                f"INSERT INTO api_keys ({_KEY_COLUMNS}) VALUES (%s,%s,%s,%s,%s,%s,%s,%s,%s)",
-                (
-                    key.id,
-                    key.user,
-                    key.key_hash,
-                    json.dumps(list(key.groups)),
-                    key.role,
-                    key.created_at or time.time(),
-                    key.revoked_at,
-                    key.label,
-                    json.dumps(dict(key.meta)),
-                ),
-            )
-
-    def api_keys(self) -> list[ApiKey]:
-        with self._read() as conn:
-            rows = conn.execute(f"SELECT {_KEY_COLUMNS} FROM api_keys ORDER BY created_at").fetchall()
-        return [_api_key(r) for r in rows]
-
-    def find_api_key(self, key_hash: str) -> ApiKey | None:
-        with self._read() as conn:
-            row = conn.execute(
-                f"SELECT {_KEY_COLUMNS} FROM api_keys WHERE key_hash = %s", (key_hash,)
-            ).fetchone()
-        return None if row is None else _api_key(row)
-
-    def revoke_api_key(self, key_id: str) -> bool:
-        with self._write() as conn:
-            cur = conn.execute(
-                "UPDATE api_keys SET revoked_at = %s WHERE id = %s AND revoked_at IS NULL",
-                (time.time(), key_id),
-            )
-            return bool(cur.rowcount > 0)
-
-    # -- traces ---------------------------------------------------------------------------------
-
-    def save_trace(self, trace: Trace) -> None:
+    @contextmanager
+    def statement(self) -> Iterator[Session]:
         with self._read() as conn:  # one statement: no writer lock needed
-            conn.execute(
-                "INSERT INTO traces (trace_id, created_at, question, refused, support, data, owner) "
-                "VALUES (%s,%s,%s,%s,%s,%s,%s)",
-                (
-                    trace.id,
-                    trace.created_at or time.time(),
-                    trace.question,
-                    bool(trace.refused),
-                    trace.support,
-                    json.dumps(trace.to_json()),
-                    trace.owner,
-                ),
-            )
-
-    def get_trace(self, trace_id: str) -> Trace | None:
-        with self._read() as conn:
-            row = conn.execute("SELECT data, owner FROM traces WHERE trace_id = %s", (trace_id,)).fetchone()
-        if row is None:
-            return None
-        return Trace.from_json({**json.loads(row[0]), "owner": row[1]})
-
-    def list_traces(
-        self, owner: str | None = None, failed_only: bool = False, limit: int = 20
-    ) -> list[TraceSummary]:
-        conds: list[str] = []
-        params: list[Any] = []
-        if failed_only:
-            conds.append("(refused OR support < 1.0)")
-        if owner is not None:
-            conds.append("owner = %s")
-            params.append(owner)
-        where = f"WHERE {' AND '.join(conds)}" if conds else ""
-        with self._read() as conn:
-            rows = conn.execute(
-                f"SELECT trace_id, created_at, question, refused, support, owner FROM traces {where} "
-                "ORDER BY created_at DESC LIMIT %s",
-                (*params, limit),
-            ).fetchall()
-        return [TraceSummary(r[0], r[1], r[2], bool(r[3]), r[4], r[5]) for r in rows]
+            yield Session(conn, POSTGRES)

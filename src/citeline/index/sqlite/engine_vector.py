@@ -1,7 +1,7 @@
 """The vector engine for large embedded indexes: a faiss IVF index (inverted lists of raw float32
 vectors, inner product = cosine on normalised vectors), ids = SQLite chunk rowids.
 
-Persistence is a checkpoint plus the change log (index/changelog.py): ``engines/vectors.json``
+Persistence is a checkpoint plus the change log (index/sqlite/changelog.py): ``engines/vectors.json``
 names the checkpoint file (``vectors-N.faiss``), the change-log position it holds, the embedder
 and the number of vectors its centroids were trained on. A process loads the checkpoint and
 replays the log after its position in memory; a new checkpoint is written (to a new file, then
@@ -31,7 +31,7 @@ import numpy as np
 import numpy.typing as npt
 
 from citeline.errors import MissingExtraError
-from citeline.index.engine_keyword import _write_json, read_state
+from citeline.index.sqlite.engine_keyword import _write_json, read_state
 
 Rowids = npt.NDArray[np.int64]
 Matrix = npt.NDArray[np.float32]

@@ -14,8 +14,6 @@ from contextlib import contextmanager
 from citeline.errors import CitelineError, DiskFullError, IndexBusyError, ReadOnlyIndexError
 
 SCHEMA_VERSION = 3
-#: the FTS5 tokenizer of chunks_fts (the keyword scorer tokenizes query phrases the same way)
-FTS_TOKENIZER = "porter unicode61 remove_diacritics 2"
 
 _V1 = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -165,7 +163,7 @@ def _v2(conn: sqlite3.Connection) -> None:
     conn.execute("CREATE INDEX documents_collection ON documents(collection, source)")
 
 
-# Version 3: the change log of chunks (index/changelog.py). Triggers write it in the transaction
+# Version 3: the change log of chunks (index/sqlite/changelog.py). Triggers write it in the transaction
 # that adds or removes the chunk rows, so every write path (ingestion, removal, repair) logs itself;
 # AUTOINCREMENT never reuses a position, even after the log is compacted.
 _V3 = """

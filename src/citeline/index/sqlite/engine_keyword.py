@@ -1,7 +1,7 @@
 """The keyword engine for large embedded indexes: tantivy (BM25), derived from the chunks in SQLite.
 
 One tantivy index in ``engines/keyword-N/`` of the index folder; ``engines/keyword.json`` names the
-current folder and the change-log position it holds (index/changelog.py). A rebuild writes a new
+current folder and the change-log position it holds (index/sqlite/changelog.py). A rebuild writes a new
 folder and switches the name atomically; an update deletes the changed rowids and adds back what
 SQLite still holds, then commits (tantivy keeps deletes as tombstones per segment and drops them
 when it merges segments), then records the position. Queries are the same OR of terms and phrases
