@@ -58,6 +58,12 @@ from citeline.answer.units import is_fragment, leads, never_an_answer, passage_u
                 [],
             ],
         ),
+        # a unit that continues the line above it is quoted after that line, across a blank line
+        (
+            "set terminal svg size <x>,<y> {fixed|dynamic}\n\nwhere <x> and <y> are the size of the plot.",
+            ("svg",),
+            [[], ["set terminal svg size <x>,<y> {fixed|dynamic}"]],
+        ),
         # a definition's term leads every other unit, before a label
         (
             "smtpd_timeout (default: 300s)\n\nsmtpd_timeout: The time limit. It is in seconds.",

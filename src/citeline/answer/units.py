@@ -287,6 +287,10 @@ def leads(units: Sequence[Unit], text: str, offset: int, trail: Sequence[str]) -
             if label is None and prev is not None and option_line(prev, units, i - 1, text, offset):
                 label = prev
         antecedent = prev if same_paragraph and _ANAPHORA.match(unit.text) else None
+        if prev is not None and is_fragment(unit.text):
+            # "where <x> and <y> are the size ..." explains the syntax line above it, even across
+            # a blank line: it is quoted after that line, so no answer opens with it
+            antecedent = prev
         out.append(
             tuple(dict.fromkeys(u for u in (term, label, antecedent) if u is not None and u is not unit))
         )
