@@ -15,7 +15,7 @@ QUESTION ?= What does error LDG-4012 mean and how do I fix it?
 HOST ?= 127.0.0.1
 PORT ?= 8000
 # -qq: pip's own warnings about this machine's configuration (a local index without the package) are not ours
-PIP_INSTALL := $(BIN)/python -m pip install -qq --disable-pip-version-check --no-compile
+PIP_INSTALL := PYTHONDONTWRITEBYTECODE=1 $(BIN)/python -m pip install -qq --disable-pip-version-check --no-compile
 # Bytecode is written at install for what runs: not for the installers, the tokenizers' model-hub client
 # (citeline never downloads a model), or packages' own tests (about 33 MB of the runtime .venv's 50)
 NO_BYTECODE := /(pip|setuptools|pkg_resources|_distutils_hack|pygments|huggingface_hub|hf_xet|fsspec|httpx2|httpcore2)/|/tests?/|/testing/|/onnxruntime/(transformers|tools|quantization)/
@@ -25,6 +25,8 @@ NO_BYTECODE := /(pip|setuptools|pkg_resources|_distutils_hack|pygments|huggingfa
 $(BIN)/python:
 	@command -v $(PYTHON) >/dev/null 2>&1 || { echo "$(PYTHON) not found; run: make PYTHON=python3 ..."; exit 1; }
 	$(PYTHON) -m venv $(VENV)
+	@# the installers' bytecode (ensurepip writes pip's and setuptools'): only `make` runs them
+	find $(VENV)/lib -type d -name __pycache__ -prune -exec rm -rf {} +
 
 # One lock into .venv, then citeline itself (editable, no build isolation: setuptools is in each lock),
 # then the bytecode (where PYTHONDONTWRITEBYTECODE is set, a module without it is compiled at each start).
