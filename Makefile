@@ -20,7 +20,7 @@ PIP_INSTALL := PYTHONDONTWRITEBYTECODE=1 $(BIN)/python -m pip install -qq --disa
 # (citeline never downloads a model), or packages' own tests (about 33 MB of the runtime .venv's 50)
 NO_BYTECODE := /(pip|setuptools|pkg_resources|_distutils_hack|pygments|huggingface_hub|hf_xet|fsspec|httpx2|httpcore2)/|/tests?/|/testing/|/onnxruntime/(transformers|tools|quantization)/
 
-.PHONY: install run serve test test-fast stress fuzz bench bench-pg bench-engines bench-1m bench-peers lint lock clean train train-data train-env
+.PHONY: install run serve test test-fast stress fuzz bench bench-oneshot bench-static bench-pg bench-engines bench-1m bench-peers lint lock clean train train-data train-env distill-static
 
 $(BIN)/python:
 	@command -v $(PYTHON) >/dev/null 2>&1 || { echo "$(PYTHON) not found; run: make PYTHON=python3 ..."; exit 1; }
@@ -103,6 +103,18 @@ bench: $(STAMP)
 	$(BIN)/python benchmarks/bench_answers.py
 	$(BIN)/python benchmarks/bench_semantic_chunking.py
 	$(BIN)/python benchmarks/bench_query_expansion.py acronyms --split test
+	$(BIN)/python benchmarks/bench_static_embedder.py
+	$(BIN)/python benchmarks/bench_oneshot.py
+
+# A whole `citeline search -k 5` and `citeline ask` process, 7 runs each, on the Docker manual's index
+# (built once, ~17k chunks): benchmarks/results/oneshot.md. ONESHOT_ARGS="--index DIR" for another.
+ONESHOT_ARGS ?=
+bench-oneshot: $(STAMP)
+	$(BIN)/python benchmarks/bench_oneshot.py $(ONESHOT_ARGS)
+
+# minilm-static beside minilm-int8: chunks/s and SciFact nDCG@10 (benchmarks/results/static_embedder.md).
+bench-static: $(STAMP)
+	$(BIN)/python benchmarks/bench_static_embedder.py
 
 # PostgreSQL + pgvector beside the embedded store: ingest rate, hybrid latency at 100k chunks, 8 clients.
 bench-pg: $(STAMP)
@@ -174,6 +186,22 @@ train: $(TRAIN_STAMP)
 		$(TRAIN_ARGS)
 	$(TRAIN_VENV)/bin/python -m training.export --weights $(TRAIN_RUN)/model.pt --out $(MODEL_DIR) --version 1
 	$(TRAIN_VENV)/bin/python -m training.evaluate --data $(TRAIN_DATA) --split test --json $(MODEL_DIR)/metrics.json
+
+# The static embedder (src/citeline/embedding/data/minilm-static, MODEL_CARD.md there): distilled from
+# the packaged MiniLM weights with model2vec in its own environment (PyTorch: never needed at run time).
+# About 3-5 minutes on 2 cores; the forward passes are cached, so other --dims/--sif take seconds.
+DISTILL_VENV ?= $(HOME)/.cache/citeline/train-venv
+DISTILL_STAMP := $(DISTILL_VENV)/.installed-$(shell cat training/requirements-static.txt 2>/dev/null | cksum | cut -d' ' -f1)
+
+$(DISTILL_STAMP): training/requirements-static.txt
+	test -x $(DISTILL_VENV)/bin/python || $(PYTHON) -m venv $(DISTILL_VENV)
+	$(DISTILL_VENV)/bin/python -m pip install --quiet --disable-pip-version-check -r training/requirements-static.txt
+	rm -f $(DISTILL_VENV)/.installed-*
+	touch $@
+
+distill-static: $(DISTILL_STAMP)
+	HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 nice -n 5 $(DISTILL_VENV)/bin/python training/distill_static.py \
+		--out src/citeline/embedding/data/minilm-static --dims 256 --sif 1e-4
 
 lint: $(STAMP)
 	$(BIN)/ruff check src tests benchmarks training evalsets fuzz

@@ -126,7 +126,7 @@ def measure(store: Any, queries: list[Any], qvecs: np.ndarray, p: float | None, 
 def sweep(store: Any, base: Any, qvecs: np.ndarray, settings: Settings) -> list[dict[str, Any]]:
     """Unfiltered dense recall@10 and CPU p50 by IVF lists probed (the measurement behind
     engine_nprobe)."""
-    from citeline.index.engines import EngineSettings
+    from citeline.index.sqlite.engines import EngineSettings
 
     exact = [base.vector_search(v, Filter.admin(), 10) for v in qvecs]
     rows = []

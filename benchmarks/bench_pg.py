@@ -39,7 +39,7 @@ import citeline
 from citeline.components import open_store
 from citeline.eval.metrics import percentile
 from citeline.index.base import DocumentWrite, Store
-from citeline.index.postgres_local import LocalPostgres
+from citeline.index.postgres.local import LocalPostgres
 from citeline.index.sqlite import text_hash
 from citeline.models import Chunk, Document, document_id_for
 from citeline.retrieval.filters import Filter

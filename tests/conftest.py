@@ -76,7 +76,7 @@ def pytest_unconfigure(config: pytest.Config) -> None:
     if config.stash.get(_PG_OWNER, False):
         folder = Path(os.environ.pop(PG_DIR))
         if (folder / "server.json").exists():
-            from citeline.index.postgres_local import LocalPostgres
+            from citeline.index.postgres.local import LocalPostgres
 
             LocalPostgres.load(folder / "server.json").stop()
         shutil.rmtree(folder, ignore_errors=True)
@@ -95,7 +95,7 @@ def unavailable(what: str, reason: str) -> NoReturn:
 @pytest.fixture(scope="session")
 def pg_server() -> Any:
     """The session's PostgreSQL 16 + pgvector server on 127.0.0.1 (pgserver's binaries)."""
-    from citeline.index.postgres_local import LocalPostgres
+    from citeline.index.postgres.local import LocalPostgres
 
     folder = Path(os.environ[PG_DIR])
     with (folder / "lock").open("a") as lock:

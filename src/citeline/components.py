@@ -165,6 +165,12 @@ class Components:
         from citeline.answer.answerer import Answerer
         from citeline.answer.extractive import ExtractiveGenerator
 
+        # Answering embeds the context's units: the embedder may build its optimised model now,
+        # in the background, instead of a quick one for the question first (embedding/onnx.py).
+        expect_volume = getattr(self.embedder, "expect_volume", None)
+        if expect_volume is not None:
+            expect_volume()
+
         # An LLM is called only where an extractive answer would not refuse for lack of any unit
         # close to the question (``min_answer_score``); the extractive generator checks it itself.
         floor = (

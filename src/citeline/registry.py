@@ -253,6 +253,12 @@ def _builtins(r: Registry) -> None:
     )
     r.register(
         "embedder",
+        "minilm-static",
+        "citeline.embedding.static:minilm_static_factory",
+        summary="static token vectors distilled from MiniLM: numpy only, tens of times faster, weaker",
+    )
+    r.register(
+        "embedder",
         "onnx",
         "citeline.embedding.onnx:onnx_dir_factory",
         argument="DIR",
@@ -384,14 +390,14 @@ def _builtins(r: Registry) -> None:
     r.register(
         "store",
         "sqlite",
-        "citeline.index.sqlite:sqlite_factory",
+        "citeline.index.sqlite.store:sqlite_factory",
         argument="DIR",
         summary="the embedded default: one folder, SQLite + FTS5 + exact vectors",
     )
     r.register(
         "store",
         "postgresql",
-        "citeline.index.postgres:postgres_factory",
+        "citeline.index.postgres.store:postgres_factory",
         extra="postgres",
         argument="URL",
         argument_required=True,

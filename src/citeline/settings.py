@@ -187,7 +187,7 @@ class Settings:
     server_allow_anonymous: bool = _opt(
         False, "server: answer requests without a key (read-only, documents marked public only)"
     )
-    # embedded store: derived engines for large indexes (index/engines.py)
+    # embedded store: derived engines for large indexes (index/sqlite/engines.py)
     engine_min_chunks: int = _opt(
         20_000,
         "embedded store: from this many chunks, search with tantivy (BM25) and faiss (IVF) instead of "
@@ -455,6 +455,13 @@ def cache_root(settings: Settings | None = None) -> Path:
         return Path(settings.cache).expanduser()
     base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
     return Path(base) / "citeline"
+
+
+def process_cache_root() -> Path:
+    """The cache folder for what a process caches with no index's settings at hand (the English
+    word list, optimised ONNX graphs): CITELINE_CACHE, else as cache_root()."""
+    configured = os.environ.get(f"{ENV_PREFIX}CACHE")
+    return Path(configured).expanduser() if configured else cache_root()
 
 
 def debug_enabled() -> bool:

@@ -46,6 +46,24 @@ from citeline.retrieval.slot import asked_slot
             False,
         ),
         ("When does the city library open?", "The city library opens at 9 am.", True),
+        # a "which" question for a sort of name with a shape wants that shape
+        ("Which signal makes dockerd re-read daemon.json?", "We use the `SIGHUP` signal to reload.", True),
+        ("Which signal makes dockerd re-read daemon.json?", "The file is /etc/docker/daemon.json.", False),
+        (
+            "Which environment variable names the Notary server?",
+            "DOCKER_CONTENT_TRUST_SERVER: its URL.",
+            True,
+        ),
+        ("Which environment variable names the Notary server?", "Set `--notary` to the URL.", False),
+        ("What is the smallest value lcow.sandboxsize accepts?", "Cannot be less than 20.", True),
+        # advice: a value the documents recommend, not any value
+        ("What cache size is recommended for a 10 TB repository?", "A good starting point is 2G.", True),
+        (
+            "What cache size is recommended for a 10 TB repository?",
+            "It sets the number of cached chunks.",
+            False,
+        ),
+        ("What cache size is recommended for a 10 TB repository?", "The default is 1 GB.", False),
         # other questions are not decided by a value
         ("Why does the howto prefer pcre tables?", "They are faster.", True),
     ],
@@ -101,3 +119,14 @@ def test_a_question_for_a_value_no_passage_states_is_refused_with_what_is_missin
     assert missing_value(asked_slot("What is the default of smtpd_max_message_rate?"), stated) is None
     # a question that does not ask for a value is never refused for want of one
     assert missing_value(asked_slot("What is smtpd_max_message_rate for?"), passages) is None
+
+
+def test_a_question_without_identifiers_binds_a_value_by_its_proper_names() -> None:
+    """DOCX option references list "Option: ...::Infinity", "Default: 1000000" as paragraphs: the
+    default is the Infinity option's, not the one above or below it."""
+    from citeline.retrieval.query import analyze
+
+    slot = analyze("What is the resolver's Infinity score set to unless I change it?").slot
+    assert slot.names == ("infinity",)
+    assert bears(slot, "Default: 1000000", "Option: Aptitude::ProblemResolver::Infinity")
+    assert not bears(slot, "Default: 4", "Option: Aptitude::ProblemResolver::ImportantScore")

@@ -270,3 +270,21 @@ def test_a_unit_that_states_the_asked_kind_of_value_leads_without_the_reader() -
     plain = ExtractiveGenerator(make_embedder("minilm-int8"), max_sentences=1)
     answer = plain.generate(question, make_passages((UNIT_PASSAGE,)))
     assert [s.text for s in answer.sentences] == [GIVES]
+
+
+def test_a_value_stated_after_its_lead_in_is_quoted_with_it() -> None:
+    """ "This proportion is 500." states the default its sentence before names: asked for the
+    default, the answer quotes both, although the value's sentence alone resembles no question."""
+    text = (
+        "By default, all containers get the same proportion of block IO bandwidth (blkio). This "
+        "proportion is 500. To modify this proportion, change the container's blkio weight relative "
+        "to the weighting of all other running containers using the --blkio-weight flag."
+    )
+    plain = ExtractiveGenerator(make_embedder("minilm-int8"))
+    draft = plain.generate(
+        "What block IO weight do containers get when none is given?", make_passages((text,))
+    )
+    assert [s.text for s in draft.sentences][:2] == [
+        "By default, all containers get the same proportion of block IO bandwidth (blkio).",
+        "This proportion is 500.",
+    ]

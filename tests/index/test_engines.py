@@ -1,4 +1,4 @@
-"""The embedded store's derived engines (index/engines.py): tombstones and compaction, catching up
+"""The embedded store's derived engines (index/sqlite/engines.py): tombstones and compaction, catching up
 from the change log (also past a compacted log), `check` and `check --repair`, filtered recall.
 The Store contract runs against them too (tests/index/test_store_contract.py, "sqlite-engines");
 kills: tests/reliability/test_engine_crash.py."""
@@ -12,10 +12,10 @@ import numpy as np
 
 from citeline.components import open_store
 from citeline.index.base import DocumentWrite
-from citeline.index.changelog import compact, log_floor, log_position
-from citeline.index.engine_keyword import KeywordEngine
-from citeline.index.schema import transaction
 from citeline.index.sqlite import SqliteStore, text_hash
+from citeline.index.sqlite.changelog import compact, log_floor, log_position
+from citeline.index.sqlite.engine_keyword import KeywordEngine
+from citeline.index.sqlite.schema import transaction
 from citeline.models import document_id_for
 from citeline.retrieval.filters import Filter, Principal
 from citeline.settings import Settings

@@ -17,7 +17,7 @@ from click.testing import CliRunner
 from citeline.cli import main
 from citeline.components import open_store
 from citeline.errors import CitelineError, SchemaTooNewError
-from citeline.index.postgres_schema import DISTRIBUTION, REFERENCE_TABLES, SCHEMA_VERSION
+from citeline.index.postgres.schema import DISTRIBUTION, REFERENCE_TABLES, SCHEMA_VERSION
 from citeline.retrieval.filters import Filter, Principal
 from conftest import ADMIN, OpenIndex
 
@@ -279,7 +279,7 @@ def test_a_second_writer_waits_then_fails_as_busy(pg_url: str) -> None:
     """lock_timeout_s bounds the wait for another writer's transaction: then IndexBusyError
     (exit code 4), nothing written."""
     from citeline.errors import IndexBusyError
-    from citeline.index.postgres_records import WRITER_LOCK
+    from citeline.index.postgres.connection import WRITER_LOCK
     from citeline.settings import Settings
 
     store = open_store(pg_url)

@@ -9,9 +9,9 @@ import numpy as np
 import pytest
 
 from citeline.errors import NotAnIndexError, SchemaTooNewError
-from citeline.index.dense import DenseMatrix
-from citeline.index.schema import SCHEMA_VERSION
 from citeline.index.sqlite import SqliteStore
+from citeline.index.sqlite.dense import DenseMatrix
+from citeline.index.sqlite.schema import SCHEMA_VERSION
 
 
 def test_new_index_uses_wal_and_records_schema_version(tmp_path: Path) -> None:
@@ -64,11 +64,11 @@ def test_dense_search_is_exact_and_respects_allowed_rows() -> None:
 
 
 def test_dense_matrix_is_saved_for_the_next_process_and_never_read_stale(tmp_path: Path) -> None:
-    """The matrix read from SQLite is saved (dense-matrix.npz) and read back by the next store
+    """The matrix read from SQLite is saved (dense-matrix.bin) and read back by the next store
     opened on the index; after a write its key differs and SQLite is read again."""
     from tests.index.test_store_contract import DIM, _vector, put
 
-    from citeline.index import dense
+    from citeline.index.sqlite import dense
     from citeline.retrieval.filters import Filter
 
     location = tmp_path / "index"
@@ -77,7 +77,7 @@ def test_dense_matrix_is_saved_for_the_next_process_and_never_read_stale(tmp_pat
     put(first, "a.md", ["Alpha one.", "Alpha two."], seed=1)
     query = _vector(100)
     hits = first.vector_search(query, Filter.admin(), 5)
-    saved = location / "dense-matrix.npz"
+    saved = location / dense.SAVED_NAME
     assert saved.is_file()
     first.close()
 
@@ -107,6 +107,6 @@ def test_a_damaged_saved_matrix_is_ignored(tmp_path: Path) -> None:
     store = SqliteStore(location)
     store.bind_embedder("test-embedder", "1", DIM)
     put(store, "a.md", ["Alpha one.", "Alpha two."], seed=1)
-    (location / "dense-matrix.npz").write_bytes(b"not a zip file")
+    (location / "dense-matrix.bin").write_bytes(b"not a matrix file")
     assert len(store.vector_search(_vector(1), Filter.admin(), 5)) == 2
     store.close()

@@ -1,4 +1,4 @@
-"""Crash safety of the derived engines (index/engines.py): a process writing and searching an index
+"""Crash safety of the derived engines (index/sqlite/engines.py): a process writing and searching an index
 with tantivy and faiss forced on is killed with SIGKILL at random points (mid-write, mid tantivy
 commit, mid faiss checkpoint), again and again. After every kill the index opens, `citeline check`
 passes (the engines catch up from the change log and match the chunks), and the engines answer

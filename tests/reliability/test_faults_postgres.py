@@ -32,7 +32,7 @@ import pytest
 
 import citeline
 from citeline.errors import CitelineError, IndexBusyError, IndexUnavailableError, ReadOnlyIndexError
-from citeline.index.postgres_local import LocalPostgres
+from citeline.index.postgres.local import LocalPostgres
 from citeline.retrieval.filters import Principal
 from conftest import unavailable
 
@@ -345,7 +345,7 @@ HOLDER = """
 import sys, time
 import psycopg
 import citeline
-from citeline.index.postgres_records import WRITER_LOCK
+from citeline.index.postgres.connection import WRITER_LOCK
 citeline.open(sys.argv[1], embedder="hashing").close()  # the index, then a writer mid-transaction
 conn = psycopg.connect(sys.argv[1])
 conn.execute("SELECT pg_advisory_xact_lock(%s)", (WRITER_LOCK,))

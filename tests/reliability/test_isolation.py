@@ -150,10 +150,11 @@ def test_global_bm25_statistics_would_leak(indexes: dict[str, KnowledgeBase]) ->
     """FTS5's bm25() over the whole table (what keyword search did for everyone): bob's scores
     change with the restricted documents. The slice scorer exists because of this."""
     on_sqlite_only(indexes["plain"])
-    from citeline.index.sql_filter import filter_sql
+    from citeline.index.sql.dialect import SQLITE
+    from citeline.index.sql.filters import filter_sql
 
     def global_scores(kb: KnowledgeBase, query: str) -> list[tuple[str, float]]:
-        cond, params = filter_sql(Filter(principal=BOB), "c.document_id")
+        cond, params = filter_sql(Filter(principal=BOB), "c.document_id", SQLITE)
         sql = (
             "SELECT c.id, -bm25(chunks_fts) FROM chunks_fts JOIN chunks c ON c.rowid = chunks_fts.rowid "
             f"WHERE chunks_fts MATCH ? AND {cond} ORDER BY bm25(chunks_fts), c.rowid"

@@ -114,7 +114,7 @@ def hold_write_lock(index: Index) -> Callable[[], None]:
     if is_postgres(index):
         import psycopg
 
-        from citeline.index.postgres_records import WRITER_LOCK
+        from citeline.index.postgres.connection import WRITER_LOCK
 
         pg = psycopg.connect(str(index))  # not autocommit: the lock lasts until the rollback
         pg.execute("SELECT pg_advisory_xact_lock(%s)", (WRITER_LOCK,))

@@ -50,6 +50,21 @@ from citeline.retrieval.slot import asked_slot
         ("How do I print only the main.cf settings I set?", "procedure", "procedure", ["main.cf"]),
         ("Can two instances share one queue?", "yesno", "any", []),
         ("Tell me about queues.", "other", "any", []),
+        # a value advised for a case, not the default
+        (
+            "What smtpd_client_connection_rate_limit is recommended for 30,000 users?",
+            "recommended",
+            "value",
+            ["smtpd_client_connection_rate_limit"],
+        ),
+        (
+            "How many tlsproxy(8) processes should I allow for 2,000 sessions?",
+            "recommended",
+            "value",
+            ["tlsproxy(8)"],
+        ),
+        ("Why is the optimize option not recommended?", "reason", "any", []),
+        ("How many points does it give by default for a Recommends relationship?", "default", "value", []),
         # who, when, where: a name, a date or a place (a "when" that asks for a condition is not)
         ("Who acquired Instagram?", "who", "name", []),
         ("Which country won the most medals at the 2018 Winter Olympics?", "who", "name", []),

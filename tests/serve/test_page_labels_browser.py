@@ -13,7 +13,7 @@ from citeline.access import create_key
 from ingest.test_pdf_labels import handbook
 
 from .live import serving
-from .test_browser import Session, api_answer, browser  # noqa: F401  (browser: the fixture)
+from .test_browser import Session, api_answer
 
 QUESTION = "How often is the impeller of pump 2 checked?"
 
@@ -33,7 +33,7 @@ def labelled(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, st
         kb.close()
 
 
-def test_the_source_panel_shows_the_printed_page(browser: Any, labelled: tuple[str, str]) -> None:  # noqa: F811
+def test_the_source_panel_shows_the_printed_page(browser: Any, labelled: tuple[str, str]) -> None:
     url, key = labelled
     answer = api_answer(url, key, QUESTION)
     cite = next(c for c in answer["citations"] if "impeller" in c["quote"])

@@ -28,7 +28,7 @@ from citeline.answer.units import heading_context, table_header
 from citeline.answer.verify import Cited, Support, Verifier
 from citeline.errors import InvalidQuestionError
 from citeline.index.base import Store
-from citeline.index.sqlite import text_hash
+from citeline.index.sql.rows import text_hash
 from citeline.models import REFUSAL, Answer, AnswerSentence, Citation, Draft, Hit, Passage, SentenceQuote
 from citeline.rerank.base import Reranker
 from citeline.retrieval.diversity import mmr

@@ -43,7 +43,7 @@ _MAXIMUM = re.compile(
     _I,
 )
 _MINIMUM = re.compile(
-    r"\bmin(?:imum|imal|\.)?\b|\bat least\b|\bno (?:less|fewer|shorter|smaller) than\b|\blower\b|"
+    r"\bmin(?:imum|imal|\.)?\b|\bat least\b|\b(?:less|fewer|shorter|smaller) than\b|\blower\b|"
     r"\b(?:shortest|smallest|lowest|fewest)\b|\b(?:must|should) be (?:greater|more|larger|longer|above)\b|"
     r"\bbelow\b",
     _I,
@@ -64,6 +64,19 @@ _IDENTIFIER = re.compile(
     # a flag's or a setting's label opening the unit: "R: Prepend ...", "maxproc: ..."
     r"^[A-Za-z]:\s|^[a-z]\w*[_.-][\w.-]*:\s"
 )
+
+
+# The shape of each sort of name a "which" question may ask for
+_SORTS = {
+    "environment variable": re.compile(r"\b[A-Z][A-Z0-9]*_[A-Z0-9_]+\b|\$[A-Z][A-Z0-9_]+"),
+    "signal": re.compile(r"\bSIG[A-Z]{2,}\b"),
+    "option": re.compile(r"(?<![\w-])--?[A-Za-z][\w-]*|^[A-Za-z]:\s|\b[A-Za-z][\w.-]*\s?="),
+    "file": re.compile(
+        r"(?<![\w.])(?:~|\.{0,2})/[\w.-]+|\b[\w-]+\.(?:conf|cfg|json|ya?ml|toml|ini|txt|log|db|cf|pem|key)\b"
+    ),
+    "function": re.compile(r"\b[A-Za-z_][\w.]*\(\)|`[A-Za-z_][\w.]*\(?`"),
+    "port": re.compile(r"\b\d{2,5}\b"),
+}
 
 
 # A unit of measure: of time, size or length, or a one-letter suffix explained ("d (days)")
@@ -91,12 +104,26 @@ def states_value(slot: Slot, text: str) -> bool:
     if attribute == "quantity":
         return _NUMBER.search(text) is not None
     if attribute == "which":
-        return _IDENTIFIER.search(text) is not None
+        shaped = _SORTS.get(slot.sort)
+        return (shaped or _IDENTIFIER).search(text) is not None
+    if attribute == "recommended":
+        return (
+            _ADVICE.search(text) is not None
+            and (_NUMBER.search(text) or _IDENTIFIER.search(text)) is not None
+        )
     if attribute == "when":
         return can_answer("date", text) and _says(slot, text)
     if attribute in ("who", "where"):
         return _NAME.search(text) is not None and _says(slot, text)
     return True
+
+
+# Advice: "we recommend", "a good starting point is 2G", "should be set to", "typically"
+_ADVICE = re.compile(
+    r"\brecommend\w*|\bsuggest\w*|\bshould\b|\badvis\w*|\bbest\b|\bgood\b|\bideal\w*|\boptimal\w*|"
+    r"\btypical\w*|\breasonable\b|\bsensible\b|\bstarting point\b|\brule of thumb\b|\bpreferabl\w*",
+    _I,
+)
 
 
 # A name: a capitalised word that does not open the text ("... to Olga Tokarczuk", "by Facebook")
@@ -113,10 +140,11 @@ def _says(slot: Slot, text: str) -> bool:
 
 def bound_to_subject(slot: Slot, text: str) -> bool:
     """Whether ``text`` (a unit with its context) names the subject, or the slot names none."""
-    if not slot.subject:
+    named = slot.subject or slot.names
+    if not named:
         return True
     lowered = text.lower()
-    return any(_mentions(name.lower().strip("`"), lowered) for name in slot.subject)
+    return any(_mentions(name.lower().strip("`"), lowered) for name in named)
 
 
 def _mentions(name: str, text: str) -> bool:

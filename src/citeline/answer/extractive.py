@@ -23,6 +23,7 @@ from citeline.answer.units import (
     heading_context,
     leads,
     never_an_answer,
+    points_back,
 )
 from citeline.embedding.base import Embedder
 from citeline.embedding.memo import remembered
@@ -130,6 +131,9 @@ class ExtractiveGenerator:
                 shown = (
                     " ".join(u.text for u in lead) if query.slot.attribute == "which" and lead else unit.text
                 )
+                if before and points_back(unit.text):
+                    # "This proportion is 500." states the default its sentence before names
+                    shown = f"{before[-1].text} {unit.text}"
                 bearing = bears(query.slot, shown, about)
                 contextual = f"{context}: {unit.text}" if context else unit.text
                 candidates.append((p.number, unit, contextual, lead, bearing, about))
@@ -141,16 +145,29 @@ class ExtractiveGenerator:
         # none worse. The floor stays on the whole question's similarity: on the better of the two
         # it answered 6 more unanswerable questions there (and 6 more answerable ones).
         asking = [query.focus] if query.focus != query.text else []
-        vectors = remembered(self.embedder, [query.text, *asking] + [c[2] for c in candidates])
-        whole = vectors[1 + len(asking) :] @ vectors[0]
-        sims = np.maximum(whole, vectors[1 + len(asking) :] @ vectors[1]) if asking else whole
+        leading = query.slot.attribute in LEADING_ATTRIBUTES
+        # a unit that states the asked value is also compared as the answer quotes it, after its
+        # lead ("By default, all containers get the same proportion ... This proportion is 500."):
+        # alone, "This proportion is 500." resembles no question
+        quoted = {
+            i: f"{c[2].rsplit(': ', 1)[0]}: {' '.join(u.text for u in c[3])}"
+            for i, c in enumerate(candidates)
+            if leading and c[4] and c[3]
+        }
+        texts = [c[2] for c in candidates] + list(quoted.values())
+        vectors = remembered(self.embedder, [query.text, *asking, *texts])
+        units_at = vectors[1 + len(asking) :]
+        whole = units_at[: len(candidates)] @ vectors[0]
+        sims = np.maximum(whole, units_at[: len(candidates)] @ vectors[1]) if asking else whole.copy()
+        for j, i in enumerate(quoted):
+            extra = units_at[len(candidates) + j]
+            sims[i] = max(sims[i], float(extra @ vectors[0]), float(extra @ vectors[1]) if asking else 0.0)
         weights = query.weights or None
         kind = expected_type(query.text)
         codes = exact_codes(query)
         years = query.years  # of the asking part: a story's years are circumstances
         scored: list[Scored] = []
         other_kinds: list[Scored] = []
-        leading = query.slot.attribute in LEADING_ATTRIBUTES
         for (n, unit, contextual, lead, bearing, about), sim, sim_whole in zip(
             candidates, sims, whole, strict=True
         ):
@@ -167,8 +184,9 @@ class ExtractiveGenerator:
                 else overlap
             )
             score = SIMILARITY_WEIGHT * float(sim) + OVERLAP_WEIGHT * ranked_overlap
-            floor = SIMILARITY_WEIGHT * float(sim_whole) + OVERLAP_WEIGHT * overlap
-            floor = floor if asking or ranked_overlap != overlap else None
+            unit_floor = SIMILARITY_WEIGHT * float(sim_whole) + OVERLAP_WEIGHT * overlap
+            changed = asking or ranked_overlap != overlap or float(sim) != float(sim_whole)
+            floor = unit_floor if changed else None
             # a unit that states the asked value about the subject answers whatever its form
             stated = bearing and query.slot.wants_value  # a default, a limit, a version, a name or date
             (scored if stated or can_answer(kind, contextual) else other_kinds).append(

@@ -81,7 +81,8 @@ def term_present(term: str, words: set[str], text: str, *, whole_numbers: bool =
     if whole_numbers and term.isdigit():
         return integer_present(term, text)
     if is_identifier(term):
-        return term in text
+        # a PDF drawn from LaTeX often loses the underscores of names set in text ("GPVAL ERRNO")
+        return term in text or ("_" in term and term.replace("_", " ") in text)
     stem = _stem(term)
     return term in words or any(w.startswith(stem) for w in words)
 

@@ -183,7 +183,8 @@ _LEAD_IN = re.compile(
     r"as|e\.g\.|example|like this|this|these))\s*$",
     re.IGNORECASE,
 )
-INTRODUCED_UNITS = 10  # at most this many items, rows or lines go with their lead-in
+INTRODUCED_UNITS = 10  # at most this many lines or items go with their lead-in ...
+SHORT_LIST = 4  # ... and a list only when it has at most this many items
 INTRODUCED_CHARS = 800
 
 
@@ -194,6 +195,8 @@ def _introduced(unit: Unit) -> bool:
         return True
     if unit.kind == "row":
         return False  # a table's rows stay units of their own, each read under its header
+    if len(unit.text.split()) > 4 and _LEAD_IN.search(unit.text):
+        return False  # the next lead-in ("The meaning of the classes is as follows:") starts anew
     return unit.kind == "sentence" and not unit.text.rstrip().endswith((".", "!", "?", ";"))
 
 
@@ -217,7 +220,15 @@ def with_introduced(units: list[Unit], doc_text: str) -> list[Unit]:
                 and (j == i + 1 or units[j].kind == units[i + 1].kind)
             ):
                 j += 1
-        if j > i + 1:
+        # a long list stays items of their own ("--retries=N (default: 3)" answers alone, read
+        # under its lead-in: binding_contexts), as does a list cut short by the limits above
+        listed = j > i + 1 and units[i + 1].kind == "item"
+        cut = (
+            j < len(units) and _introduced(units[j]) and units[j].kind == units[i + 1].kind
+            if j > i + 1
+            else False
+        )
+        if j > i + 1 and not (listed and (j - i - 1 > SHORT_LIST or cut)):
             body = [u.text for u in units[i + 1 : j]]
             out.append(Unit(unit.start, units[j - 1].end, "\n".join([unit.text, *body]), "lead"))
         else:
@@ -276,6 +287,10 @@ def leads(units: Sequence[Unit], text: str, offset: int, trail: Sequence[str]) -
             if label is None and prev is not None and option_line(prev, units, i - 1, text, offset):
                 label = prev
         antecedent = prev if same_paragraph and _ANAPHORA.match(unit.text) else None
+        if prev is not None and is_fragment(unit.text):
+            # "where <x> and <y> are the size ..." explains the syntax line above it, even across
+            # a blank line: it is quoted after that line, so no answer opens with it
+            antecedent = prev
         out.append(
             tuple(dict.fromkeys(u for u in (term, label, antecedent) if u is not None and u is not unit))
         )
@@ -297,12 +312,21 @@ def option_line(unit: Unit, units: Sequence[Unit], i: int, text: str, offset: in
     return alone_before and _OPTION_LINE.match(unit.text) is not None
 
 
+def points_back(text: str) -> bool:
+    """A unit that opens by pointing back ("This proportion is 500.", "Otherwise, ...")."""
+    return _ANAPHORA.match(text) is not None
+
+
 def never_an_answer(text: str) -> bool:
     """Units no answer quotes, however well they match the question: the refusal sentence or a
     paraphrase of it (a document that says it must not turn into an unrefused refusal), a question
-    (an FAQ's question is not its own answer) and a short pointer elsewhere ("See IGNORE for a
-    silent alternative.")."""
+    (an FAQ's question is not its own answer), a short pointer elsewhere ("See IGNORE for a
+    silent alternative.") and a lead-in without what it introduces."""
     if near_refusal(text) or text.rstrip().endswith("?"):
+        return True
+    if "\n" not in text and not text.rstrip().endswith(":") and _LEAD_IN.search(text):
+        # a lead-in that stops mid-sentence ("... can be removed by") without what it introduces;
+        # one that ends with a colon is a sentence, and often names the answer itself
         return True
     return _POINTER.match(text) is not None and len(text.split()) <= POINTER_WORDS
 

@@ -10,8 +10,8 @@ from __future__ import annotations
 import functools
 import hashlib
 import os
+import shutil
 import threading
-from collections import OrderedDict
 from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -20,6 +20,7 @@ import numpy as np
 import numpy.typing as npt
 
 from citeline.embedding.base import Vectors
+from citeline.embedding.tokenized import WINDOW, TokenizedTexts
 from citeline.errors import ConfigError
 
 if TYPE_CHECKING:
@@ -50,20 +51,26 @@ def usable_cpus() -> int:
 #: optimised graph of MiniLM int8 costs ~0.15 s more CPU than loading it as it is (0.20 s against
 #: 0.05 s), and each token run unoptimised costs ~0.45 ms more (64 tokens: 64 ms against 36 ms):
 #: a one-shot `citeline search` (one short query) starts fast, ingestion and a server optimise
-#: once the work pays for it (benchmarks/results/bench_scale.md, start-up).
+#: once the work pays for it (benchmarks/results/bench_scale.md, start-up). Once one process has
+#: optimised a model, the others load its saved graph (embedding/optimized.py) and start optimised.
 OPTIMIZE_AFTER_TOKENS = 512
 
 
 class CpuSession:
     """An onnxruntime CPU session using ``threads`` cores (default: every usable CPU), quiet
     logging, that starts without graph optimisation and rebuilds itself optimised after
-    ``OPTIMIZE_AFTER_TOKENS`` padded tokens (the outputs agree to ~1e-6).
+    ``OPTIMIZE_AFTER_TOKENS`` padded tokens (the outputs agree to ~1e-6), unless an optimised
+    graph of the model is saved in the cache: then it starts from that.
 
     The graphs are chains of operators, so inter-op parallelism buys nothing: one inter-op thread,
     sequential execution. ``spin=False`` stops idle intra-op threads from busy-waiting between
     runs: on a shared machine (or beside a parsing thread) spinning burns the cores others need
     (96 abstracts on 2 loaded cores: 8.4-8.7 s of CPU without spinning, 10.4-10.9 s with, the same
     wall time within the noise).
+
+    ``background=True`` builds the session in a thread and returns at once; the first use waits
+    for it (and raises what building raised). A one-shot `citeline ask` builds its two models
+    (0.1-0.25 s of CPU each) while it retrieves, instead of before.
     """
 
     def __init__(
@@ -73,15 +80,71 @@ class CpuSession:
         *,
         spin: bool = True,
         optimize_after: int = OPTIMIZE_AFTER_TOKENS,
+        background: bool = False,
     ) -> None:
         self._path, self._threads, self._spin = model_path, threads, spin
         self._lock = threading.Lock()
         self._tokens, self._optimize_after = 0, optimize_after
         self.optimized = optimize_after <= 0
-        self._session = self._create(optimize=self.optimized)
+        self.from_saved = False  # loaded from a graph saved in the cache (embedding/optimized.py)
+        self._session: Any = None
+        self._failure: BaseException | None = None
+        self._builder: threading.Thread | None = None
+        if background:
+            # not a daemon: a process that ends without using the session (an answer refused
+            # before the reader) waits for the build, where onnxruntime torn down mid-build aborts it
+            self._builder = threading.Thread(target=self._build_first, name="citeline-onnx-load")
+            self._builder.start()
+        else:
+            self._session = self._create(optimize=self.optimized)
+
+    def _build_first(self) -> None:
+        try:
+            self._session = self._create(optimize=self.optimized)
+        except BaseException as exc:  # raised again by the first use, in the thread that uses it
+            self._failure = exc
+
+    def _ready(self) -> Any:
+        if self._builder is not None:
+            self._builder.join()
+            if self._failure is not None:
+                raise self._failure
+        return self._session
 
     def _create(self, *, optimize: bool) -> Any:
+        """A session of the model, from the optimised graph an earlier process saved in the cache
+        (embedding/optimized.py) when there is one. A quick session (``optimize`` false: a one-shot
+        query) loads that graph without prepacking its weights for the matrix kernels (0.02 s of
+        CPU instead of 0.085; a query runs ~0.015 s slower), and is loaded again prepacked once
+        OPTIMIZE_AFTER_TOKENS have run. Either way it is faster than the unoptimised graph."""
+        from citeline.embedding import optimized
+
+        folder = optimized.entry(self._path)
+        graph = optimized.saved(folder)
+        if graph is not None and folder is not None:
+            try:
+                session = self._load(graph, optimize=False, prepack=optimize)  # optimised already
+                self.from_saved = True
+                return session
+            except Exception:  # damaged: removed, and built again below when optimising
+                optimized.discard(folder)
+        if not optimize:
+            return self._load(self._path, optimize=False)
+        tmp = optimized.staging(folder) if folder is not None else None
+        if tmp is None or folder is None:
+            return self._load(self._path, optimize=True)
+        try:
+            session = self._load(self._path, optimize=True, save_to=tmp)
+        except Exception:  # e.g. a full disk: optimise without saving
+            shutil.rmtree(tmp, ignore_errors=True)
+            return self._load(self._path, optimize=True)
+        optimized.publish(tmp, folder)
+        return session
+
+    def _load(self, path: Path, *, optimize: bool, prepack: bool = True, save_to: Path | None = None) -> Any:
         import onnxruntime as ort
+
+        from citeline.embedding import optimized
 
         opts = ort.SessionOptions()
         opts.intra_op_num_threads = self._threads or usable_cpus()
@@ -92,15 +155,27 @@ class CpuSession:
             opts.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
         if not self._spin:
             opts.add_session_config_entry("session.intra_op.allow_spinning", "0")
-        return ort.InferenceSession(str(self._path), sess_options=opts, providers=["CPUExecutionProvider"])
+        if not prepack:
+            opts.add_session_config_entry("session.disable_prepacking", "1")
+        if save_to is not None:
+            opts.optimized_model_filepath = str(save_to / optimized.GRAPH)
+            opts.add_session_config_entry(
+                "session.optimized_model_external_initializers_file_name", optimized.WEIGHTS
+            )
+            opts.add_session_config_entry(
+                "session.optimized_model_external_initializers_min_size_in_bytes",
+                str(optimized.EXTERNAL_MIN_BYTES),
+            )
+        return ort.InferenceSession(str(path), sess_options=opts, providers=["CPUExecutionProvider"])
 
     def get_inputs(self) -> Any:
-        return self._session.get_inputs()
+        return self._ready().get_inputs()
 
     def get_outputs(self) -> Any:
-        return self._session.get_outputs()
+        return self._ready().get_outputs()
 
     def run(self, outputs: Sequence[str] | None, feeds: dict[str, Any]) -> Any:
+        self._ready()
         if not self.optimized:
             with self._lock:
                 self._tokens += int(np.asarray(feeds["input_ids"]).size)
@@ -110,15 +185,7 @@ class CpuSession:
         return self._session.run(outputs, feeds)
 
 
-#: encodings kept from count_tokens for embed() to reuse (the chunker counts, then the same texts
-#: are often embedded: semantic chunking's sentences, chunks that are one block)
-ENCODING_CACHE = 4096
-#: texts tokenized and sorted together in embed() and count_tokens(): sorting a few thousand texts
-#: by length already pads little, and memory stays bounded on large files
-WINDOW = 4096
-
-
-class OnnxEmbedder:
+class OnnxEmbedder(TokenizedTexts):
     """Runs a sentence-transformers style encoder exported to ONNX.
 
     Each text is tokenized once, without padding; texts are sorted by token length and each
@@ -147,11 +214,10 @@ class OnnxEmbedder:
         self.max_tokens = max_tokens
         self.batch_size = batch_size
         self.batch_tokens = batch_tokens
-        self._tokenizer_path = tokenizer_path
-        self._encoded: OrderedDict[str, list[int]] = OrderedDict()
-        self._lock = threading.Lock()
+        self._init_tokenizing(tokenizer_path)
         self._model_path, self._threads = model_path, threads
         self._cpu_session: CpuSession | None = None
+        self._dim_checked = False
         self._session_lock = threading.Lock()
         # a dimension known up front (a packaged model's) leaves loading the model to the first
         # embedding: `citeline add` of an unchanged folder never loads it (~100-140 ms)
@@ -159,40 +225,33 @@ class OnnxEmbedder:
         self.version = version or _file_digest(model_path)[:16]
         self.calls = 0  # number of embed() calls that did work; tests assert on it
         self.texts_embedded = 0
-        self.texts_tokenized = 0  # texts run through the tokenizer; tests assert on it
 
     @property
     def _session(self) -> CpuSession:
         with self._session_lock:
             if self._cpu_session is None:
-                session = CpuSession(self._model_path, self._threads, spin=False)
-                if getattr(self, "dim", None) not in (None, self._session_dim(session)):
+                self._cpu_session = CpuSession(self._model_path, self._threads, spin=False)
+            if not self._dim_checked:
+                found = self._session_dim(self._cpu_session)
+                if getattr(self, "dim", None) not in (None, found):
+                    self._cpu_session = None
                     raise ConfigError(
                         f"Embedder '{self.name}': {self._model_path} gives vectors of dimension "
-                        f"{self._session_dim(session)}, not {self.dim}."
+                        f"{found}, not {self.dim}."
                     )
-                self._cpu_session = session
+                self._dim_checked = True
             return self._cpu_session
 
-    @functools.cached_property
-    def _tokenizer_and_pad(self) -> tuple[Any, int]:
-        """Loaded on first use, like the model: a command that reads nothing new needs neither.
-        One encoding serves counting and embedding: no truncation, no padding (done per batch)."""
-        from tokenizers import Tokenizer
-
-        tokenizer = Tokenizer.from_file(str(self._tokenizer_path))
-        padding = tokenizer.padding
-        tokenizer.no_truncation()
-        tokenizer.no_padding()
-        return tokenizer, int(padding["pad_id"]) if padding else 0
-
-    @property
-    def _tokenizer(self) -> Any:
-        return self._tokenizer_and_pad[0]
-
-    @property
-    def _pad_id(self) -> int:
-        return self._tokenizer_and_pad[1]
+    def expect_volume(self) -> None:
+        """Many tokens are coming (answering embeds the context's units): build the model's
+        optimised graph now, in the background, rather than a quick unoptimised one for the
+        question that is rebuilt optimised once the units arrive (0.15 s of CPU saved per
+        one-shot `citeline ask`). A model already loaded is left as it is."""
+        with self._session_lock:
+            if self._cpu_session is None:
+                self._cpu_session = CpuSession(
+                    self._model_path, self._threads, spin=False, optimize_after=0, background=True
+                )
 
     @functools.cached_property
     def _inputs(self) -> frozenset[str]:
@@ -203,44 +262,6 @@ class OnnxEmbedder:
     def _session_dim(session: CpuSession) -> int:
         return int(session.get_outputs()[0].shape[-1])
 
-    @functools.cached_property
-    def _truncating(self) -> Any:
-        """For texts over max_tokens (rare: chunks are cut below it), encoded again truncated so
-        that any tokenizer's template truncates as it would itself. Built on first use: loading a
-        tokenizer costs a one-shot `citeline search` about 0.1 s."""
-        from tokenizers import Tokenizer
-
-        tokenizer = Tokenizer.from_file(str(self._tokenizer_path))
-        tokenizer.enable_truncation(self.max_tokens)
-        tokenizer.no_padding()
-        return tokenizer
-
-    def count_tokens(self, texts: Sequence[str]) -> list[int]:
-        # A window of texts at a time: the tokenizer's encodings of a whole large file at once
-        # would cost far more memory than the counts.
-        return [
-            len(x) for lo in range(0, len(texts), WINDOW) for x in self._encode(texts[lo : lo + WINDOW], True)
-        ]
-
-    def _encode(self, texts: Sequence[str], keep: bool = False) -> list[list[int]]:
-        """Token ids of each text (special tokens included, untruncated), each distinct text
-        tokenized once; ``keep``: remember them for a later embed() of the same texts."""
-        with self._lock:
-            known = {t: self._encoded[t] for t in texts if t in self._encoded}
-            for t in known:
-                self._encoded.move_to_end(t)
-        todo = [t for t in dict.fromkeys(texts) if t not in known]
-        if todo:
-            self.texts_tokenized += len(todo)
-            fresh = {t: e.ids for t, e in zip(todo, self._tokenizer.encode_batch(todo), strict=True)}
-            known.update(fresh)
-            if keep:
-                with self._lock:
-                    self._encoded.update(fresh)
-                    while len(self._encoded) > ENCODING_CACHE:
-                        self._encoded.popitem(last=False)
-        return [known[t] for t in texts]
-
     def embed(self, texts: Sequence[str]) -> Vectors:
         if not texts:
             return np.zeros((0, self.dim), dtype=np.float32)
@@ -248,13 +269,7 @@ class OnnxEmbedder:
         self.texts_embedded += len(texts)
         out = np.zeros((len(texts), self.dim), dtype=np.float32)
         for lo in range(0, len(texts), WINDOW):  # bounded memory: token ids of a window at a time
-            window = texts[lo : lo + WINDOW]
-            ids = self._encode(window)
-            long = [i for i, x in enumerate(ids) if len(x) > self.max_tokens]
-            if long:
-                self.texts_tokenized += len(long)
-                for i, e in zip(long, self._truncating.encode_batch([window[i] for i in long]), strict=True):
-                    ids[i] = e.ids
+            ids = self._input_ids(texts[lo : lo + WINDOW])
             for idx in self._batches([len(x) for x in ids]):
                 out[[lo + i for i in idx]] = self._embed_ids([ids[i] for i in idx])
         return out

@@ -1,7 +1,8 @@
 """The store contract: everything the pipeline keeps, behind one interface.
 
-The embedded SQLite store (index/sqlite.py) is the first implementation; a PostgreSQL store
-joins by passing the same contract suite (tests/index/test_store_contract.py).
+Two stores implement it, both on one SQL core (index/sql/): the embedded SQLite store
+(index/sqlite/) and the PostgreSQL store (index/postgres/); each passes the same contract suite
+(tests/index/test_store_contract.py).
 
 * Documents, their text, original bytes and chunks; a document is replaced atomically (readers
   see the old or the new version, never half). Document ids come from (collection, source), see
@@ -239,7 +240,7 @@ class Store(Protocol):
         """The file's bytes as they were added (None when not kept)."""
         ...
 
-    def replace_document(
+    def replace_document(  # noqa: PLR0913 (the one-document form of replace_documents, kept for callers)
         self,
         document: Document,
         text: str,

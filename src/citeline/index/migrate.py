@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 from citeline.errors import CitelineError
 from citeline.index.base import DocumentWrite, Store
-from citeline.index.sqlite import text_hash
+from citeline.index.sql.rows import text_hash
 from citeline.models import Document
 from citeline.retrieval.filters import Filter
 

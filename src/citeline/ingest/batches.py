@@ -24,7 +24,7 @@ import numpy as np
 from citeline.embedding.base import Embedder
 from citeline.errors import CitelineError, IndexUnavailableError, NoTextError, ParseError
 from citeline.index.base import Store
-from citeline.index.sqlite import text_hash
+from citeline.index.sql.rows import text_hash
 from citeline.ingest.embed import Progress, embed_batches
 from citeline.models import Chunk
 

@@ -37,7 +37,7 @@ from citeline.errors import (
     ReadOnlyIndexError,
 )
 from citeline.index.base import DocumentWrite
-from citeline.index.sqlite import text_hash
+from citeline.index.sql.rows import text_hash
 from citeline.ingest.batches import account, not_indexed
 from citeline.ingest.embed import embed_checked
 from citeline.ingest.files import FolderWalk, Sources, iter_files

@@ -13,6 +13,7 @@ The passage is the chunk's indexed text (title and headings prefix included).
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
@@ -53,9 +54,13 @@ class OnnxPairScorer:
         self._tokenizer = Tokenizer.from_file(str(tok))
         self._tokenizer.enable_truncation(max_tokens, strategy="longest_first")  # a long question too
         self._tokenizer.enable_padding()
-        # every use scores many pairs (hundreds of tokens or more): optimised from the start
-        self._session = CpuSession(model, threads, optimize_after=0)
-        self._inputs = {i.name for i in self._session.get_inputs()}
+        # every use scores many pairs (hundreds of tokens or more): optimised from the start, and
+        # built in the background: a one-shot `ask` retrieves meanwhile
+        self._session = CpuSession(model, threads, optimize_after=0, background=True)
+
+    @functools.cached_property
+    def _inputs(self) -> frozenset[str]:
+        return frozenset(i.name for i in self._session.get_inputs())
 
     def logits(self, pairs: Sequence[tuple[str, str]]) -> npt.NDArray[np.float32]:
         """The model's raw output for each (first, second) text pair, shape (pairs, classes)."""

@@ -25,12 +25,11 @@ earlier one already knew.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Container, Iterable, Mapping
 from dataclasses import dataclass, field, replace
 
-import blingfire
-
 from citeline.retrieval.bm25 import STOPWORDS, is_code, is_identifier, query_terms
+from citeline.retrieval.english import english_words
 from citeline.retrieval.slot import Slot, asked_slot
 
 # Matches start where a run of word characters and hyphens starts (linear time on "a-a-a-...").
@@ -116,16 +115,15 @@ def analyze(question: str | Query) -> Query:
         years=frozenset(_YEAR.findall(asking)),
         unknown=tuple(unknown_words(t for t in focus_terms if t not in known)),
         qualifiers=tuple(qualifiers),
-        slot=asked_slot(asking),
+        slot=replace(asked_slot(asking), names=tuple(n for n in names if not n.isdigit())),
     )
 
 
-def _english() -> Mapping[str, float]:
+def _english() -> Container[str]:
     """wordfreq's large English list (321,000 words from books, news, the web and subtitles),
-    loaded on first use and kept by wordfreq itself (a copy would cost 16 MB more)."""
-    from wordfreq import get_frequency_dict
-
-    return get_frequency_dict("en", wordlist="large")
+    looked up in a sorted copy in the cache folder (retrieval/english.py): loading wordfreq
+    costs a one-shot command more than the rest of its query analysis."""
+    return english_words()
 
 
 def unknown_words(terms: Iterable[str]) -> list[str]:
@@ -145,6 +143,8 @@ def focus(question: str) -> str:
     """The asking part of a question that first tells a story: its sentences with a question mark."""
     if question.count(".") + question.count("?") + question.count("!") <= 1:
         return question
+    import blingfire  # ~0.1 s to load: only questions of several sentences need it
+
     _, offsets = blingfire.text_to_sentences_and_offsets(question)
     sentences = [question[a:b] for a, b in offsets]
     asking = [s for s in sentences if s.rstrip().endswith("?")]

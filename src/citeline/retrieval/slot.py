@@ -28,6 +28,7 @@ Attribute = Literal[
     "procedure",
     "reason",
     "yesno",
+    "recommended",
     "who",
     "when",
     "where",
@@ -50,7 +51,7 @@ Kind = Literal[
 #: attributes whose answer is a value a unit either states or does not: when no unit of the
 #: context states one, the documents do not hold the answer, however well the topic matches
 VALUE_ATTRIBUTES: frozenset[str] = frozenset(
-    {"default", "maximum", "minimum", "version", "who", "when", "where"}
+    {"default", "maximum", "minimum", "version", "recommended", "who", "when", "where"}
 )
 
 _KIND: dict[str, Kind] = {
@@ -64,6 +65,7 @@ _KIND: dict[str, Kind] = {
     "procedure": "procedure",
     "reason": "any",
     "yesno": "any",
+    "recommended": "value",
     "who": "name",
     "when": "date",
     "where": "place",
@@ -75,6 +77,7 @@ _I = re.IGNORECASE
 # before a default ("Since which release is X the default?" asks for the release), a default
 # before a limit ("How many ... by default?" is answered where the default is stated).
 _RULES: tuple[tuple[Attribute, re.Pattern[str]], ...] = (
+    ("reason", re.compile(r"^\W*why\b|\bwhat is the reason\b|\bfor what reason\b", _I)),
     (
         "version",
         re.compile(
@@ -87,11 +90,23 @@ _RULES: tuple[tuple[Attribute, re.Pattern[str]], ...] = (
             _I,
         ),
     ),
+    # a value advised for a case ("What X should I use for 30,000 users?", "What value is
+    # recommended?"): answered only where the documents advise one, not by the default
+    (
+        "recommended",
+        re.compile(
+            r"\b(?:is|are|was|were) (?:\w+ )?recommended\b|\brecommended (?:for|value|setting|size)\b|"
+            r"\bshould (?:i|we|you|one) (?:use|set|pick|choose|allow|give|configure|start with)\b|"
+            r"\btypically use\b|\bsuggest(?:s|ed)?\b|\b(?:best|ideal|optimal|good) (?:value|setting|size)\b",
+            _I,
+        ),
+    ),
     (
         "default",
         re.compile(
             r"\bdefaults?\b|\bout of the box\b|\bif (?:i|you|we) (?:don't|do not|didn't|never) "
-            r"(?:set|give|name|specify|configure|change|pass)|\bunless (?:i|you) (?:set|configure|change)|"
+            r"(?:set|give|name|specify|configure|change|pass|use)|\bunless (?:i|you) (?:set|configure|change|pass|"
+            r"give|use)|\bunless told otherwise\b|\bwithout (?:--?[A-Za-z][\w-]*|passing|giving|specifying)\b|"
             r"\bif (?:it is |it's )?(?:not set|unset|omitted|left (?:empty|unset))\b|"
             r"\b(?:if|when) (?:none|nothing|no \w+) (?:is|are) (?:given|set|specified|configured|passed)\b|"
             r"\bunless (?:specified|set|given|configured)\b|\bwithout (?:any )?"
@@ -151,19 +166,20 @@ _RULES: tuple[tuple[Attribute, re.Pattern[str]], ...] = (
     (
         "quantity",
         re.compile(
+            r"\bwhat (?:is|are|was) the (?:\w+ ){0,3}?(?:number|size|port|timeout|interval|length|duration|delay|period|"
+            r"amount|count)\b|"
             r"\bhow (?:long|many|much|often|big|large|small|fast|far|old|wide)\b|"
             r"\b(?:what|which) (?:\w+ )?(?:size|port|number|timeout|interval|percentage|amount|"
             r"time unit|unit|exit status|exit code|status code|length|duration|delay|period)\b",
             _I,
         ),
     ),
-    ("reason", re.compile(r"^\W*why\b|\bwhat is the reason\b|\bfor what reason\b", _I)),
     (
         "meaning",
         re.compile(
             r"^\W*what (?:does|do|did)\b.*\b(?:do|mean|means|stand for|return|returns|control|controls)\W*$|"
             r"^\W*what (?:is|are) (?:an? |the )?\S+(?: \S+)?\W*$|\bpurpose of\b|\bwhat happens\b|"
-            r"\bwhat (?:is|are) .* (?:used|good) for\b|\bmeaning of\b|\bwhat kind of\b|^\W*what is\b|"
+            r"\bwhat (?:is|are) .* (?:used|good) for\b|\bmeaning of\b|\bwhat kind of\b|"
             r"\bwhat (?:does|do) .* (?:mean|do)\b",
             _I,
         ),
@@ -212,6 +228,12 @@ class Slot:
     #: for who/when/where questions, the stems of what was done ("win" for "Who won ...?"): a
     #: unit answers only when it says that, not just names someone or a date
     predicate: tuple[str, ...] = ()
+    #: for "which" questions, the sort of name asked for when it has a shape of its own
+    #: ("signal": SIGHUP, "environment variable": DOCKER_HOST, "option": --dry-run, "file": a path)
+    sort: str = ""
+    #: a question that names no identifier names its subject by proper names ("the resolver's
+    #: Infinity score", "a Milter"): a value is bound to one of them, else to nothing
+    names: tuple[str, ...] = ()
 
     @property
     def wants_value(self) -> bool:
@@ -230,6 +252,7 @@ class Slot:
             "procedure": "how to do it",
             "reason": "why",
             "yesno": "whether it holds",
+            "recommended": "a recommended value",
             "who": "who",
             "when": "when",
             "where": "where",
@@ -245,6 +268,10 @@ class Slot:
         }
         if self.predicate:
             out["predicate"] = list(self.predicate)
+        if self.sort:
+            out["sort"] = self.sort
+        if self.names and not self.subject:
+            out["names"] = list(self.names)
         return out
 
 
@@ -280,7 +307,37 @@ def asked_slot(question: str) -> Slot:
     attribute = attribute_of(question)
     kind = "unit" if _UNIT_ASKED.search(question) else _KIND[attribute]
     predicate = predicate_of(question) if attribute in ("who", "when", "where") else ()
-    return Slot(attribute, kind, subject_of(question), predicate)
+    sort = sort_of(question) if attribute == "which" else ""
+    return Slot(attribute, kind, subject_of(question), predicate, sort)
+
+
+# "which signal", "what environment variable", "which flag": the sorts of name with a shape
+_SORT = re.compile(
+    r"\b(?:which|what)\s+(?:(?!(?:does|do|did|is|are|was|were)\b)\S+\s+){0,2}?"
+    r"(?P<sort>env(?:ironment)? variables?|signals?|options?|flags?|switch(?:es)?|files?|paths?|directories|"
+    r"directory|functions?|ports?)\b",
+    _I,
+)
+
+
+def sort_of(question: str) -> str:
+    """The sort of name a "which" question asks for, normalised ("environment variable",
+    "signal", "option", "file", "function", "port"), or "" when it has no shape of its own."""
+    m = _SORT.search(question)
+    if m is None:
+        return ""
+    word = m.group("sort").lower()
+    for sort, forms in (
+        ("environment variable", ("env",)),
+        ("signal", ("signal",)),
+        ("option", ("option", "flag", "switch")),
+        ("file", ("file", "path", "director")),
+        ("function", ("function",)),
+        ("port", ("port",)),
+    ):
+        if word.startswith(forms):
+            return sort
+    return ""
 
 
 # The verbs a who/when/where question is asked with that say nothing of what was done

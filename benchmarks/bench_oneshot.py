@@ -1,0 +1,144 @@
+"""One-shot commands timed from outside: a whole `citeline search -k 5` and `citeline ask` process.
+
+    python benchmarks/bench_oneshot.py                          # the Docker manual (~17k chunks)
+    python benchmarks/bench_oneshot.py --index DIR --runs 7     # any index
+
+Without ``--index`` the Docker 20.10 manual (evalsets/docker/fetch.sh; 152 Markdown pages, about
+17,000 chunks) is indexed once into ~/.cache/citeline/bench/oneshot-docker (minutes of MiniLM).
+Each command runs ``--runs`` times after one warm-up run (the page cache, the dense matrix file
+and the word list a first process writes); reported: the median and the spread of wall time,
+CPU time (user + system, all threads, from wait4) and peak memory (max RSS). The load average
+before and after is printed beside them: on a shared machine the CPU column is the steadier one.
+Sources are compiled first (compileall), as `make run` does: PYTHONDONTWRITEBYTECODE would
+otherwise make every process compile citeline again. Writes benchmarks/results/oneshot.{json,md}.
+"""
+
+from __future__ import annotations
+
+import argparse
+import compileall
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+RESULTS = ROOT / "benchmarks" / "results"
+CACHE = Path(os.environ.get("CITELINE_CACHE", Path.home() / ".cache" / "citeline"))
+SEARCH = "how do I limit the memory of a container"
+ASK = "How do I limit the memory a container may use?"
+TARGETS = {"search": 0.4, "ask": 1.0}
+
+
+def docker_index() -> Path:
+    folder = CACHE / "bench" / "oneshot-docker"
+    if (folder / "citeline.db").is_file() and (folder / ".complete").is_file():
+        return folder
+    docs = subprocess.run(
+        ["bash", str(ROOT / "evalsets" / "docker" / "fetch.sh")], check=True, capture_output=True, text=True
+    ).stdout.strip()
+    subprocess.run([sys.executable, "-m", "citeline", "--index", str(folder), "add", docs], check=True)
+    (folder / ".complete").write_text(docs + "\n")
+    return folder
+
+
+def run_once(argv: list[str]) -> tuple[dict[str, float], str]:
+    # output to files, not pipes: a process writing more than a pipe holds would wait for a reader
+    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
+        started = time.perf_counter()
+        process = subprocess.Popen(argv, stdout=out, stderr=err)
+        _, status, usage = os.wait4(process.pid, 0)
+        wall = time.perf_counter() - started
+        out.seek(0)
+        err.seek(0)
+        stdout, stderr = out.read(), err.read()
+    if os.waitstatus_to_exitcode(status) != 0:
+        raise SystemExit(f"{' '.join(argv)} failed: {stderr.decode(errors='replace')[-2000:]}")
+    metrics = {"wall_s": wall, "cpu_s": usage.ru_utime + usage.ru_stime, "max_rss_mb": usage.ru_maxrss / 1024}
+    return metrics, stdout.decode(errors="replace")
+
+
+def measure(argv: list[str], runs: int) -> dict[str, Any]:
+    outputs = {run_once(argv)[1]}  # the warm-up run
+    samples = []
+    for _ in range(runs):
+        metrics, output = run_once(argv)
+        samples.append(metrics)
+        outputs.add(output)
+    summary: dict[str, Any] = {"runs": runs, "same_output_every_run": len(outputs) == 1}
+    for key in ("wall_s", "cpu_s", "max_rss_mb"):
+        values = sorted(s[key] for s in samples)
+        summary[key] = {
+            "median": round(statistics.median(values), 3),
+            "min": round(values[0], 3),
+            "max": round(values[-1], 3),
+        }
+    summary["output"] = sorted(outputs)[0]
+    return summary
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--index", type=Path, help="an index folder (default: the Docker manual, built once)")
+    ap.add_argument("--runs", type=int, default=7)
+    ap.add_argument("--search", default=SEARCH)
+    ap.add_argument("--ask", default=ASK)
+    ap.add_argument("--out", default=str(RESULTS / "oneshot"))
+    args = ap.parse_args()
+    compileall.compile_dir(str(ROOT / "src" / "citeline"), quiet=1)
+    index = args.index or docker_index()
+    citeline = [sys.executable, "-m", "citeline", "--index", str(index)]
+    load_before = os.getloadavg()
+    result: dict[str, Any] = {
+        "index": str(index),
+        "commands": {
+            "search": measure([*citeline, "search", "-k", "5", args.search], args.runs),
+            "ask": measure([*citeline, "ask", args.ask], args.runs),
+        },
+        "load_average_before": [round(x, 2) for x in load_before],
+        "load_average_after": [round(x, 2) for x in os.getloadavg()],
+        "cpus": len(os.sched_getaffinity(0)),
+        "python": sys.version.split()[0],
+    }
+    chunks = subprocess.run([*citeline, "status", "--json"], capture_output=True, text=True)
+    if chunks.returncode == 0:
+        result["status"] = json.loads(chunks.stdout)
+    for name, r in result["commands"].items():
+        print(
+            f"{name:<7} wall {r['wall_s']['median']:.3f} s (min {r['wall_s']['min']:.3f}, target "
+            f"{TARGETS[name]}), CPU {r['cpu_s']['median']:.3f} s, max RSS {r['max_rss_mb']['median']:.0f} MB"
+        )
+    print(f"load average {result['load_average_before']} before, {result['load_average_after']} after")
+    out = Path(args.out)
+    out.with_suffix(".json").write_text(json.dumps(result, indent=1) + "\n")
+    out.with_suffix(".md").write_text(markdown(result, args) + "\n")
+
+
+def markdown(result: dict[str, Any], args: argparse.Namespace) -> str:
+    lines = [
+        "# One-shot commands (benchmarks/bench_oneshot.py)",
+        "",
+        f"Index {result['index']}; {args.runs} runs after a warm-up, {result['cpus']} CPUs, Python "
+        f"{result['python']}, load average {result['load_average_before'][0]} before and "
+        f"{result['load_average_after'][0]} after (2 cores: above ~1 other jobs share them; then read CPU).",
+        "",
+        "| command | wall s median (min-max) | target s | CPU s median | max RSS MB |",
+        "|---|---|---|---|---|",
+    ]
+    for name, r in result["commands"].items():
+        w = r["wall_s"]
+        lines.append(
+            f"| {name} | {w['median']} ({w['min']}-{w['max']}) | {TARGETS[name]} | {r['cpu_s']['median']} "
+            f"| {r['max_rss_mb']['median']:.0f} |"
+        )
+    lines += ["", f'search: `citeline search -k 5 "{args.search}"`; ask: `citeline ask "{args.ask}"`.']
+    return "\n".join(lines)
+
+
+if __name__ == "__main__":
+    main()

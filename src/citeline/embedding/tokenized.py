@@ -1,0 +1,103 @@
+"""Tokenizing for embedders that read a Hugging Face ``tokenizer.json`` (the ONNX and static ones).
+
+Each text is tokenized once, without truncation or padding; token counts asked for by the chunker
+are kept (up to ``ENCODING_CACHE`` texts) and reused when the same texts are embedded next.
+"""
+
+from __future__ import annotations
+
+import functools
+import threading
+from collections import OrderedDict
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+#: encodings kept from count_tokens for embed() to reuse (the chunker counts, then the same texts
+#: are often embedded: semantic chunking's sentences, chunks that are one block)
+ENCODING_CACHE = 4096
+#: texts tokenized and sorted together in embed() and count_tokens(): sorting a few thousand texts
+#: by length already pads little, and memory stays bounded on large files
+WINDOW = 4096
+
+
+class TokenizedTexts:
+    """Mixin: ``count_tokens`` and the token ids of texts, for an embedder whose ``__init__``
+    calls ``_init_tokenizing``."""
+
+    max_tokens: int
+
+    def _init_tokenizing(self, tokenizer_path: Path) -> None:
+        self._tokenizer_path = tokenizer_path
+        self._encoded: OrderedDict[str, list[int]] = OrderedDict()
+        self._lock = threading.Lock()
+        self.texts_tokenized = 0  # texts run through the tokenizer; tests assert on it
+
+    @functools.cached_property
+    def _tokenizer_and_pad(self) -> tuple[Any, int]:
+        """Loaded on first use, like the model: a command that reads nothing new needs neither.
+        One encoding serves counting and embedding: no truncation, no padding (done per batch)."""
+        from tokenizers import Tokenizer
+
+        tokenizer = Tokenizer.from_file(str(self._tokenizer_path))
+        padding = tokenizer.padding
+        tokenizer.no_truncation()
+        tokenizer.no_padding()
+        return tokenizer, int(padding["pad_id"]) if padding else 0
+
+    @property
+    def _tokenizer(self) -> Any:
+        return self._tokenizer_and_pad[0]
+
+    @property
+    def _pad_id(self) -> int:
+        return self._tokenizer_and_pad[1]
+
+    @functools.cached_property
+    def _truncating(self) -> Any:
+        """For texts over max_tokens (rare: chunks are cut below it), encoded again truncated so
+        that any tokenizer's template truncates as it would itself. Built on first use: loading a
+        tokenizer costs a one-shot `citeline search` about 0.1 s."""
+        from tokenizers import Tokenizer
+
+        tokenizer = Tokenizer.from_file(str(self._tokenizer_path))
+        tokenizer.enable_truncation(self.max_tokens)
+        tokenizer.no_padding()
+        return tokenizer
+
+    def count_tokens(self, texts: Sequence[str]) -> list[int]:
+        # A window of texts at a time: the tokenizer's encodings of a whole large file at once
+        # would cost far more memory than the counts.
+        return [
+            len(x) for lo in range(0, len(texts), WINDOW) for x in self._encode(texts[lo : lo + WINDOW], True)
+        ]
+
+    def _encode(self, texts: Sequence[str], keep: bool = False) -> list[list[int]]:
+        """Token ids of each text (special tokens included, untruncated), each distinct text
+        tokenized once; ``keep``: remember them for a later embed() of the same texts."""
+        with self._lock:
+            known = {t: self._encoded[t] for t in texts if t in self._encoded}
+            for t in known:
+                self._encoded.move_to_end(t)
+        todo = [t for t in dict.fromkeys(texts) if t not in known]
+        if todo:
+            self.texts_tokenized += len(todo)
+            fresh = {t: e.ids for t, e in zip(todo, self._tokenizer.encode_batch(todo), strict=True)}
+            known.update(fresh)
+            if keep:
+                with self._lock:
+                    self._encoded.update(fresh)
+                    while len(self._encoded) > ENCODING_CACHE:
+                        self._encoded.popitem(last=False)
+        return [known[t] for t in texts]
+
+    def _input_ids(self, texts: Sequence[str]) -> list[list[int]]:
+        """The ids each text is embedded from: truncated to ``max_tokens`` by the tokenizer itself
+        where a text is longer (its special tokens kept)."""
+        ids = self._encode(texts)
+        long = [i for i, x in enumerate(ids) if len(x) > self.max_tokens]
+        if long:
+            self.texts_tokenized += len(long)
+            for i, e in zip(long, self._truncating.encode_batch([texts[i] for i in long]), strict=True):
+                ids[i] = e.ids
+        return ids

@@ -1,0 +1,1 @@
+"""What the SQL stores share: the dialect, row mappers, filters, writes and the checker."""
