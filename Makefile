@@ -1,33 +1,59 @@
 # `make run` and `make test` work on a fresh machine: they create .venv and install on first use.
+# requirements/runtime.lock is what `make run` needs; requirements/dev.lock is every extra and the
+# development tools (`make install`, `make test`, `make lint`); requirements/EXTRA.lock is the
+# runtime and one extra (server, postgres, ray, local-llm), all at dev.lock's versions (`make lock`).
 PYTHON ?= python3.11
 VENV := .venv
 BIN := $(VENV)/bin
-STAMP := $(VENV)/.installed-$(shell cat requirements.lock pyproject.toml 2>/dev/null | cksum | cut -d' ' -f1)
+LOCKS := requirements
+stamp = $(VENV)/.installed-$(1)-$(shell cat $(LOCKS)/$(1).lock pyproject.toml 2>/dev/null | cksum | cut -d' ' -f1)
+STAMP := $(call stamp,dev)
+RUNTIME_STAMP := $(call stamp,runtime)
+SERVER_STAMP := $(call stamp,server)
 INDEX ?= .citeline
 QUESTION ?= What does error LDG-4012 mean and how do I fix it?
 HOST ?= 127.0.0.1
 PORT ?= 8000
+# -qq: pip's own warnings about this machine's configuration (a local index without the package) are not ours
+PIP_INSTALL := PYTHONDONTWRITEBYTECODE=1 $(BIN)/python -m pip install -qq --disable-pip-version-check --no-compile
+# Bytecode is written at install for what runs: not for the installers, the tokenizers' model-hub client
+# (citeline never downloads a model), or packages' own tests (about 33 MB of the runtime .venv's 50)
+NO_BYTECODE := /(pip|setuptools|pkg_resources|_distutils_hack|pygments|huggingface_hub|hf_xet|fsspec|httpx2|httpcore2)/|/tests?/|/testing/|/onnxruntime/(transformers|tools|quantization)/
 
 .PHONY: install run serve test test-fast stress fuzz bench bench-oneshot bench-static bench-pg bench-engines bench-1m bench-peers lint lock clean train train-data train-env distill-static
 
-$(STAMP): requirements.lock pyproject.toml
+$(BIN)/python:
 	@command -v $(PYTHON) >/dev/null 2>&1 || { echo "$(PYTHON) not found; run: make PYTHON=python3 ..."; exit 1; }
-	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
-	$(BIN)/python -m pip install --quiet --disable-pip-version-check --require-hashes -r requirements.lock
-	$(BIN)/python -m pip install --quiet --disable-pip-version-check --no-deps --no-build-isolation -e .
-	rm -f $(VENV)/.installed-*
-	touch $(STAMP)
+	$(PYTHON) -m venv $(VENV)
+	@# the installers' bytecode (ensurepip writes pip's and setuptools'): only `make` runs them
+	find $(VENV)/lib -type d -name __pycache__ -prune -exec rm -rf {} +
+
+# One lock into .venv, then citeline itself (editable, no build isolation: setuptools is in each lock),
+# then the bytecode (where PYTHONDONTWRITEBYTECODE is set, a module without it is compiled at each start).
+# dev.lock holds every other lock's pins: once it is in, so are they.
+$(VENV)/.installed-%: | $(BIN)/python
+	$(PIP_INSTALL) --require-hashes -r $(LOCKS)/$(firstword $(subst -, ,$*)).lock
+	$(PIP_INSTALL) --no-deps --no-build-isolation -e .
+	$(BIN)/python -m compileall -q -j 0 -x '$(NO_BYTECODE)' $(VENV)/lib >/dev/null
+	rm -f $(VENV)/.installed-$(firstword $(subst -, ,$*))-*
+	touch $@
+	@if [ "$(firstword $(subst -, ,$*))" = dev ]; then touch $(RUNTIME_STAMP) $(SERVER_STAMP); fi
+
+$(STAMP) $(RUNTIME_STAMP) $(SERVER_STAMP): pyproject.toml
+$(STAMP): $(LOCKS)/dev.lock
+$(RUNTIME_STAMP): $(LOCKS)/runtime.lock
+$(SERVER_STAMP): $(LOCKS)/server.lock
 
 install: $(STAMP)
 
-run: $(STAMP)
+run: $(RUNTIME_STAMP)
 	@# bytecode for the editable install: where PYTHONDONTWRITEBYTECODE is set, every start compiled src/
 	@$(BIN)/python -m compileall -q src/citeline >/dev/null
 	$(BIN)/citeline --index $(INDEX) add samples
 	$(BIN)/citeline --index $(INDEX) ask "$(QUESTION)"
 
 # The server on the bundled samples: prints its URL and a new admin key (shown once).
-serve: $(STAMP)
+serve: $(SERVER_STAMP)
 	$(BIN)/citeline --index $(INDEX) add samples
 	@KEY=$$($(BIN)/citeline --index $(INDEX) keys create --user demo --role admin --label "make serve" --quiet) && \
 		echo "citeline: open http://$(HOST):$(PORT)/ and enter this API key: $$KEY" && \
@@ -182,12 +208,20 @@ lint: $(STAMP)
 	$(BIN)/ruff format --check src tests benchmarks training evalsets fuzz
 	$(BIN)/mypy
 
-# Re-pin dependencies (with hashes) after editing pyproject.toml.
+# Re-pin dependencies (with hashes) after editing pyproject.toml: dev.lock resolves everything, the
+# other locks take its versions (-c), so installing one after another never changes a version.
+DEV_EXTRAS := server openai anthropic llamacpp local-llm postgres ray test lint browser fuzz
+LOCK_EXTRAS := server postgres ray local-llm
+PIP_COMPILE = $(BIN)/pip-compile -q --generate-hashes --strip-extras --allow-unsafe --no-emit-index-url \
+	--no-emit-find-links --build-deps-for editable
 lock: $(STAMP)
-	$(BIN)/pip-compile -q --extra dev --extra server --extra openai --extra anthropic --extra llamacpp --extra local-llm --extra postgres --extra ray --extra fuzz --generate-hashes \
-		--strip-extras --allow-unsafe -o requirements.lock pyproject.toml
-	# pip-compile drops environment markers: atheris has wheels for Linux x86-64 only
-	sed -i 's/^atheris==\([^ ]*\) \\$$/atheris==\1 ; platform_system == "Linux" and platform_machine == "x86_64" \\/' requirements.lock
+	$(PIP_COMPILE) $(DEV_EXTRAS:%=--extra %) -o $(LOCKS)/dev.lock pyproject.toml
+	# pip-compile may drop environment markers: atheris has wheels for Linux x86-64 only
+	sed -i 's/^atheris==\([^ ]*\) \\$$/atheris==\1 ; platform_system == "Linux" and platform_machine == "x86_64" \\/' $(LOCKS)/dev.lock
+	$(PIP_COMPILE) -c $(LOCKS)/dev.lock -o $(LOCKS)/runtime.lock pyproject.toml
+	for extra in $(LOCK_EXTRAS); do \
+		$(PIP_COMPILE) -c $(LOCKS)/dev.lock --extra $$extra -o $(LOCKS)/$$extra.lock pyproject.toml || exit 1; \
+	done
 
 clean:
 	rm -rf $(VENV) $(INDEX) .pytest_cache .mypy_cache .ruff_cache

@@ -93,7 +93,9 @@ def test_no_chunk_is_truncated_by_the_embedder(samples_kb: KnowledgeBase) -> Non
     assert sum(c <= 210 for c in counts) / len(counts) > 0.95
 
 
-def test_bad_inputs_fail_alone_with_reasons(kb: KnowledgeBase, docs_dir: Path, tmp_path: Path) -> None:
+def test_bad_inputs_fail_alone_with_reasons_and_empty_ones_are_skipped(
+    kb: KnowledgeBase, docs_dir: Path, tmp_path: Path
+) -> None:
     (docs_dir / "empty.md").write_text("", encoding="utf-8")
     (docs_dir / "binary.txt").write_bytes(b"\x00\x01\x02PK\x03\x04" * 100)
     (docs_dir / "latin1.txt").write_bytes("Caf\xe9 cr\xe8me is served at the kiosk.\n".encode("latin-1"))
@@ -101,7 +103,9 @@ def test_bad_inputs_fail_alone_with_reasons(kb: KnowledgeBase, docs_dir: Path, t
     missing = tmp_path / "does-not-exist.md"
     report = kb.add([docs_dir, missing])
     failed = dict(report.failed)
-    assert "empty" in failed[str(docs_dir / "empty.md")]
+    # an empty file has nothing wrong with it: skipped with the reason, not failed
+    assert "no text to index" in dict(report.skipped)[str(docs_dir / "empty.md")]
+    assert str(docs_dir / "empty.md") not in failed
     assert "binary" in failed[str(docs_dir / "binary.txt")]
     assert "no such file" in failed[str(missing)]
     names = {Path(s).name for s in report.added}

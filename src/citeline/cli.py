@@ -283,8 +283,10 @@ def add(
 
     A folder added again is reconciled: documents whose files are gone are removed (--keep-missing
     keeps them; more than half of the folder needs --prune; nothing is removed when the folder is
-    empty or unreadable). Only regular files are read: pipes, sockets and devices are skipped.
-    Exit code 0: all done; 2: a path does not exist; 3: some files failed (see README)."""
+    empty or unreadable). Only regular files are read: pipes, sockets, devices, links to folders,
+    link loops and files of unsupported types in a folder are skipped with the reason, and so are
+    files with no text to index (hidden files and folders are left out).
+    Exit code 0: all done (skips included); 2: a path does not exist; 3: some files failed."""
     for entry in acl:
         if not entry.startswith(("group:", "user:")) and entry != "public":
             raise click.BadParameter(f"'{entry}' must be group:NAME, user:NAME or public", param_hint="--acl")
@@ -327,13 +329,20 @@ def add_exit_code(report: IngestReport) -> int:
     return EXIT_OK
 
 
+#: skipped entries listed one per line by `add` (a folder of images would fill screens): the rest counted
+SKIPPED_SHOWN = 50
+
+
 def _print_report(report: IngestReport, stopped: bool = False) -> None:
     """The report: each file that failed or was skipped, the notes, and the summary line (after an
     error: what was done before it, the error's message saying what was not)."""
     for source, reason in report.failed:
         err.print(f"[yellow]failed:[/yellow] {_n(source)}: {_n(reason)}")
-    for source, reason in report.skipped:
+    for source, reason in report.skipped[:SKIPPED_SHOWN]:
         err.print(f"[dim]skipped:[/dim] {_n(source)}: {_n(reason)}")
+    if len(report.skipped) > SKIPPED_SHOWN:
+        more = len(report.skipped) - SKIPPED_SHOWN
+        err.print(f"[dim]skipped:[/dim] {more:,} more (add --json lists each with its reason)")
     for source in report.removed:
         err.print(f"removed: {_n(source)} (its file is gone)")
     for source in report.missing:

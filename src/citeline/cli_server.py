@@ -18,7 +18,13 @@ from citeline.errors import CitelineError, MissingExtraError
 
 
 def _need_server() -> None:
-    for module, package in (("fastapi", "fastapi"), ("uvicorn", "uvicorn"), ("mcp", "mcp")):
+    needed = (
+        ("fastapi", "fastapi"),
+        ("uvicorn", "uvicorn"),
+        ("mcp", "mcp"),
+        ("fastapi_offline", "fastapi-offline"),
+    )
+    for module, package in needed:
         try:
             __import__(module)
         except ImportError:

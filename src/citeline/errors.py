@@ -47,6 +47,11 @@ class UnsupportedFormatError(ParseError):
     pass
 
 
+class NoTextError(ParseError):
+    """The file was read but holds no text to index (empty, headings only, a navigation-only HTML
+    page): reported as skipped, not failed, since there is nothing wrong with it."""
+
+
 class NotAnIndexError(CitelineError):
     def __init__(self, path: str, reason: str = "") -> None:
         detail = f" ({reason})" if reason else ""

@@ -103,7 +103,8 @@ def test_a_file_that_cannot_be_parsed_fails_alone(hkb: KnowledgeBase, tmp_path: 
     files: list[int] = []
     report = hkb.add([docs], root=docs, progress=lambda e, n: files.append(n) if e == "file" else None)
     assert sorted(report.added) == ["doc000.md", "doc001.md", "doc002.md"]
-    assert sorted(s for s, _ in report.failed) == ["broken.pdf", "empty.md"]
+    assert sorted(s for s, _ in report.failed) == ["broken.pdf"]
+    assert [s for s, _ in report.skipped] == ["empty.md"]  # nothing wrong with it: no text to index
     assert sum(files) == 5
 
 

@@ -340,3 +340,24 @@ def test_a_re_add_after_an_interrupted_ray_load_builds_the_vector_index(
     assert "400 added" not in again.stdout and "0 failed" in again.stdout
     check = citeline_cli(pg_url, "check", home=ray_head.home)
     assert check.returncode == 0, check.stdout
+
+
+def test_a_worker_says_whether_a_file_it_cannot_index_failed_or_was_skipped() -> None:
+    """A Ray worker's answer for a file it does not index keeps the local run's split: a file with no
+    text is skipped (exit 0), one that cannot be read fails (exit 3)."""
+    from citeline.ingest.distributed import NotIndexed, Worker
+    from citeline.ingest.pipeline import FileJob
+    from citeline.settings import Settings
+
+    worker = Worker("hashing", Settings())
+
+    def job(name: str, data: bytes, existing: bool = False) -> FileJob:
+        return FileJob(name, f"/d/{name}", data, "h", "id", "default", len(data), 0.0, {}, (), existing, {})
+
+    nav = b"<html><body><nav><a href='a.html'>A</a></nav></body></html>"
+    assert worker.prepare(job("nav.html", nav)) == NotIndexed([], [("nav.html", "no text content")])
+    assert worker.prepare(job("blank.md", b"  \n", existing=True)) == NotIndexed(
+        [], [("blank.md", "the file is empty (no text to index); the version indexed before is kept")]
+    )
+    broken = worker.prepare(job("broken.pdf", b"%PDF-1.4 not really a pdf"))
+    assert isinstance(broken, NotIndexed) and not broken.skipped and broken.failed[0][0] == "broken.pdf"

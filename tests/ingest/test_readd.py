@@ -455,12 +455,12 @@ def test_a_renamed_file_in_an_old_folder_is_seen(hkb: KnowledgeBase, tmp_path: P
 def test_a_listing_is_reused_only_for_the_same_folder_time_and_extensions(
     tmp_path: Path, age_s: float, moved_ns: int, exts: frozenset[str] | None, reused: bool
 ) -> None:
-    from citeline.ingest.files import Listings
+    from citeline.ingest.files import Listing, Listings
 
     info = os.stat(tmp_path)
     listings = Listings()
     listed_exts = frozenset({".md"})
-    listings.put(str(tmp_path), info, info.st_mtime + age_s, listed_exts, ["a.md"], [])
+    listings.put(str(tmp_path), info, info.st_mtime + age_s, listed_exts, Listing(["a.md"], []))
     now = info
     if moved_ns:
         os.utime(tmp_path, ns=(info.st_atime_ns, info.st_mtime_ns + moved_ns))
@@ -470,7 +470,7 @@ def test_a_listing_is_reused_only_for_the_same_folder_time_and_extensions(
 
 
 def test_a_listing_is_not_reused_for_another_folder_moved_to_the_same_path(tmp_path: Path) -> None:
-    from citeline.ingest.files import Listings
+    from citeline.ingest.files import Listing, Listings
 
     first, second = tmp_path / "a", tmp_path / "b"
     first.mkdir()
@@ -478,8 +478,29 @@ def test_a_listing_is_not_reused_for_another_folder_moved_to_the_same_path(tmp_p
     os.utime(second, ns=(first.stat().st_atime_ns, first.stat().st_mtime_ns))  # the same time
     listings = Listings()
     exts = frozenset({".md"})
-    listings.put(str(first), first.stat(), first.stat().st_mtime + 3600, exts, ["a.md"], [])
+    listings.put(str(first), first.stat(), first.stat().st_mtime + 3600, exts, Listing(["a.md"], []))
     assert listings.get(str(first), first.stat(), exts) is not None
     first.rename(tmp_path / "old")
     second.rename(first)  # another folder, same path and time: its inode differs
     assert listings.get(str(first), first.stat(), exts) is None
+
+
+def test_a_reused_listing_reports_its_skipped_entries_again(tmp_path: Path) -> None:
+    """A folder whose listing is reused (added again in one process) still says what it skips."""
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    (docs / "a.md").write_text("# A\n\nThe relay keeps its queue on disk.\n", encoding="utf-8")
+    (docs / "prices.csv").write_text("item,price\n", encoding="utf-8")
+    old = time.time() - 3600  # older than the racy window: the listing may be reused
+    os.utime(docs, (old, old))
+    kb = citeline.open(tmp_path / "index", embedder="hashing")
+    try:
+        first = kb.add([docs], root=tmp_path)
+        second = kb.add([docs], root=tmp_path)
+    finally:
+        kb.close()
+    assert first.added == ["docs/a.md"] and second.unchanged == ["docs/a.md"]
+    for report in (first, second):
+        assert [(s, r.split(";")[0]) for s, r in report.skipped] == [
+            (str(docs / "prices.csv"), "unsupported file type '.csv'")
+        ]

@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from citeline.embedding.base import Embedder
-from citeline.errors import CitelineError, IndexUnavailableError, ParseError
+from citeline.errors import CitelineError, IndexUnavailableError, NoTextError, ParseError
 from citeline.index.base import Store
 from citeline.index.sql.rows import text_hash
 from citeline.ingest.embed import Progress, embed_batches
@@ -45,6 +45,17 @@ FILE_ERRORS = (CitelineError, OSError, ValueError, MemoryError, RecursionError)
 def failure_reason(exc: BaseException) -> str:
     """What a failed file is reported with: a ParseError's reason, else the error's message."""
     return exc.reason if isinstance(exc, ParseError) else str(exc) or type(exc).__name__
+
+
+def not_indexed(report: IngestReport, source: str, exc: BaseException, stored_before: bool = False) -> None:
+    """A file that was not indexed: skipped when it holds no text (nothing is wrong with it, and
+    the exit code stays 0), else failed. ``stored_before``: an earlier version is in the index,
+    and stays there, as after a failure."""
+    if isinstance(exc, NoTextError):
+        kept = "; the version indexed before is kept" if stored_before else ""
+        report.skipped.append((source, exc.reason + kept))
+    else:
+        report.failed.append((source, failure_reason(exc)))
 
 
 def fill_vectors(

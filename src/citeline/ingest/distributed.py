@@ -38,7 +38,7 @@ from citeline.errors import (
 )
 from citeline.index.base import DocumentWrite
 from citeline.index.sql.rows import text_hash
-from citeline.ingest.batches import account, failure_reason
+from citeline.ingest.batches import account, not_indexed
 from citeline.ingest.embed import embed_checked
 from citeline.ingest.files import FolderWalk, Sources, iter_files
 from citeline.ingest.pipeline import (
@@ -81,16 +81,26 @@ class Worker:
         self.chunker = make_chunker(self.embedder, settings)
         self.signature = pipeline_signature(settings)
 
-    def prepare(self, job: FileJob) -> Prepared | tuple[str, str]:
-        """The prepared document, or (source, reason) when the file cannot be indexed."""
+    def prepare(self, job: FileJob) -> Prepared | NotIndexed:
+        """The prepared document, or why the file is not indexed."""
         try:
             return prepare(job, self.chunker, self.signature, self.settings)
         except FILE_ERRORS as exc:
-            return job.source, failure_reason(exc)
+            report = IngestReport()  # a picklable answer: exceptions carrying a path and reason are not
+            not_indexed(report, job.source, exc, job.existing)
+            return NotIndexed(report.failed, report.skipped)
 
     def embed(self, texts: list[str]) -> np.ndarray:
         """Vectors as a local run checks them: retried with backoff, one finite vector per text."""
         return embed_checked(self.embedder, texts, self.settings.embed_retries)
+
+
+@dataclass(frozen=True)
+class NotIndexed:
+    """A worker's file that is not indexed: (source, reason) in one of the two lists."""
+
+    failed: list[tuple[str, str]]
+    skipped: list[tuple[str, str]]
 
 
 @dataclass
@@ -296,7 +306,7 @@ def _run_files(
             except IndexUnavailableError:
                 raise
             except FILE_ERRORS as exc:
-                report.failed.append((source, failure_reason(exc)))
+                not_indexed(report, source, exc, existing is not None)
                 job = None
             if job is None:
                 run.tick("file", 1)
@@ -309,8 +319,9 @@ def _run_files(
         kind, payload = inflight.pop(ref)
         result = ray.get(ref)
         if kind == "prepare":
-            if isinstance(result, tuple):
-                report.failed.append(result)
+            if isinstance(result, NotIndexed):
+                report.failed.extend(result.failed)
+                report.skipped.extend(result.skipped)
                 run.tick("file", 1)
             else:
                 _vectors_for(ray, run, result, turn, inflight)

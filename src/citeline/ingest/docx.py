@@ -23,7 +23,7 @@ from docx.oxml.ns import qn
 from docx.text.paragraph import Paragraph
 from lxml import etree
 
-from citeline.errors import ParseError
+from citeline.errors import NoTextError, ParseError
 from citeline.ingest.base import BaseParser
 from citeline.ingest.blocks import assemble_blocks
 from citeline.models import BlockKind, ParsedDocument
@@ -59,7 +59,7 @@ class DocxParser(BaseParser):
             ) from None
         raw = list(_body_blocks(document))
         if not raw:
-            raise ParseError(str(path), "no text content")
+            raise NoTextError(str(path), "no text content")
         props = document.core_properties
         title = " ".join((props.title or "").split())
         title_known = bool(title)

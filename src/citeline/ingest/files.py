@@ -3,6 +3,7 @@ how folders are walked, and how a file is read without blocking."""
 
 from __future__ import annotations
 
+import errno
 import itertools
 import os
 import stat as stat_module
@@ -64,6 +65,8 @@ def regular_stat(path: str | os.PathLike[str]) -> tuple[os.stat_result | None, s
     except FileNotFoundError:
         return None, "a broken symbolic link" if os.path.islink(path) else "gone (removed while reading)"
     except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            return None, "a symbolic link loop"
         return None, f"not readable ({exc.strerror or exc})"
     mode = info.st_mode
     if stat_module.S_ISREG(mode):
@@ -74,6 +77,26 @@ def regular_stat(path: str | os.PathLike[str]) -> tuple[os.stat_result | None, s
 def not_regular(path: str | os.PathLike[str]) -> str | None:
     """None for a regular file (or a symbolic link to one), else what it is instead. Never opens it."""
     return regular_stat(path)[1]
+
+
+def unsupported(name: str, exts: Iterable[str]) -> str:
+    """Why a regular file named ``name`` is not read: its type (the parser registry's message)."""
+    dot = name.rfind(".")
+    ext = name[dot:].lower() if 0 < dot < len(name) - 1 else "(none)"
+    return f"unsupported file type '{ext}'; supported: {', '.join(sorted(exts))}"
+
+
+def _skip_reason(entry: os.DirEntry[str], exts: Iterable[str]) -> str:
+    """Why a folder's entry that is neither a supported file nor a folder to walk is not read."""
+    try:
+        if entry.is_dir():  # a link to a folder (the walk does not follow them)
+            return "a symbolic link to a folder: links are not followed (add the folder itself to read it)"
+    except OSError:
+        pass
+    regular, what = regular_stat(entry.path)
+    if regular is None:
+        return f"{what}, not a regular file: only regular files are read"
+    return unsupported(entry.name, exts)
 
 
 def read_regular(path: str | os.PathLike[str], source: str, limit: int) -> tuple[bytes, float]:
@@ -135,34 +158,33 @@ class Listings:
     times are trusted (``trust_mtime``)."""
 
     def __init__(self) -> None:
-        self._by_folder: dict[
-            str,
-            tuple[tuple[int, int, int], float, frozenset[str], tuple[str, ...], tuple[tuple[str, str], ...]],
-        ] = {}
+        self._by_folder: dict[str, tuple[tuple[int, int, int], float, frozenset[str], Listing]] = {}
 
-    def get(
-        self, folder: str, info: os.stat_result, exts: frozenset[str]
-    ) -> tuple[tuple[str, ...], tuple[tuple[str, str], ...]] | None:
-        """(file names, (name, path) of subfolders) as listed before, when still valid."""
+    def get(self, folder: str, info: os.stat_result, exts: frozenset[str]) -> Listing | None:
+        """What ``folder`` held when listed before, when still valid."""
         kept = self._by_folder.get(folder)
         if kept is None:
             return None
-        identity, listed_at, kept_exts, files, folders = kept
+        identity, listed_at, kept_exts, listing = kept
         if identity != _identity(info) or kept_exts != exts or listed_at - info.st_mtime <= RACY_S:
             return None
-        return files, folders
+        return listing
 
     def put(
-        self,
-        folder: str,
-        info: os.stat_result,
-        listed_at: float,
-        exts: frozenset[str],
-        files: list[str],
-        folders: list[tuple[str, str]],
+        self, folder: str, info: os.stat_result, listed_at: float, exts: frozenset[str], listing: Listing
     ) -> None:
         """``folder``'s entries, listed from ``listed_at`` on, its stat taken before that."""
-        self._by_folder[folder] = (_identity(info), listed_at, exts, tuple(files), tuple(folders))
+        self._by_folder[folder] = (_identity(info), listed_at, exts, listing)
+
+
+class Listing(NamedTuple):
+    """One folder's entries: the names of its files with a supported extension (sorted), the
+    (name, path) of the subfolders to walk (in reverse name order: the walk pops them), and the
+    (name, reason) of every other entry that is not hidden, which is not read."""
+
+    files: Sequence[str]
+    folders: Sequence[tuple[str, str]]
+    skipped: Sequence[tuple[str, str]] = ()
 
 
 def _identity(info: os.stat_result) -> tuple[int, int, int]:
@@ -214,14 +236,10 @@ def walk_folder(
             except OSError:
                 folder_info = None
         listed = None if folder_info is None or listings is None else listings.get(top, folder_info, exts)
-        files: Sequence[str]
-        folders: Sequence[tuple[str, str]]
-        if listed is not None:
-            files, folders = listed
-        else:
+        if listed is None:
             listed_at = time.time()
             try:
-                files, folders = _list(top, exts)
+                listed = _list(top, exts)
             except OSError as exc:
                 where = exc.filename if exc.filename is not None else top
                 walk.unreadable.append(os.path.abspath(where))
@@ -230,8 +248,11 @@ def walk_folder(
                 )
                 continue
             if listings is not None and folder_info is not None:
-                listings.put(top, folder_info, listed_at, exts, files, folders)
+                listings.put(top, folder_info, listed_at, exts, listed)
+        files, folders, skipped = listed
         prefix = top if top.endswith(os.sep) else top + os.sep
+        for name, reason in skipped:
+            report.skipped.append((walk.named(prefix + name), reason))
         if not all(map(str.isascii, files)) or not all(name.isascii() for name, _path in folders):
             files, folders = _utf8_names(files, folders, prefix, report, walk)
         paths = [prefix + name for name in files]  # what entry.path gives
@@ -295,12 +316,14 @@ def _open_folder(top: str) -> int | None:
         return None
 
 
-def _list(top: str, exts: frozenset[str]) -> tuple[list[str], list[tuple[str, str]]]:
-    """The names of ``top``'s files with an extension in ``exts``, sorted, and the (name, path) of
-    its subfolders that are neither hidden nor links, in reverse name order (the walk pops them,
-    so each is walked whole before the next). Entries are looked at as they come: none kept."""
+def _list(top: str, exts: frozenset[str]) -> Listing:
+    """``top``'s entries (see :class:`Listing`): subfolders that are neither hidden nor links are
+    walked; hidden entries are left out unsaid (.git, .DS_Store); any other entry that is not a
+    file with an extension in ``exts`` is skipped with the reason. Entries are looked at as they
+    come: none kept."""
     files: list[str] = []
     folders: list[tuple[str, str]] = []
+    skipped: list[tuple[str, str]] = []
     with os.scandir(top) as it:
         for entry in it:
             name = entry.name
@@ -308,17 +331,19 @@ def _list(top: str, exts: frozenset[str]) -> tuple[list[str], list[tuple[str, st
                 is_dir = entry.is_dir()
             except OSError:
                 is_dir = False
-            if is_dir:
-                if not name.startswith(".") and not entry.is_symlink():
+            if is_dir and not entry.is_symlink():
+                if not name.startswith("."):
                     folders.append((name, entry.path))
                 continue
             dot = name.rfind(".")  # Path.suffix: none for ".name", "name." or no dot
-            if dot <= 0 or dot == len(name) - 1 or name[dot:].lower() not in exts:
-                continue
-            files.append(name)
+            if 0 < dot < len(name) - 1 and name[dot:].lower() in exts:
+                files.append(name)
+            elif not name.startswith("."):
+                skipped.append((name, _skip_reason(entry, exts)))
     files.sort()
     folders.sort(reverse=True)
-    return files, folders
+    skipped.sort()
+    return Listing(files, folders, skipped)
 
 
 def iter_files(

@@ -18,7 +18,7 @@ from typing import Any, cast
 from lxml import etree
 from lxml import html as lxml_html
 
-from citeline.errors import ParseError
+from citeline.errors import NoTextError
 from citeline.ingest.base import BaseParser
 from citeline.ingest.blocks import TERM_LEVEL, RawKind, assemble_blocks
 from citeline.ingest.decode import decode_bytes
@@ -113,7 +113,7 @@ class HtmlParser(BaseParser):
         root = _parse_tree(text)
         body = root.find("body") if root is not None else None
         if root is None or body is None:
-            raise ParseError(str(path), "no text content")
+            raise NoTextError(str(path), "no text content")
         title_el = root.find(".//title")
         title = " ".join(title_el.text_content().split()) if title_el is not None else ""
         content = _pick_content(body)
@@ -127,7 +127,7 @@ class HtmlParser(BaseParser):
             walker = _Walker(by_name=False)
             walker.walk(body)
         if not walker.blocks:
-            raise ParseError(str(path), "no text content")
+            raise NoTextError(str(path), "no text content")
         h1s = [t for k, t, lvl in walker.blocks if k == "heading" and lvl == 1]
         title_from_tag = bool(title)
         if not title:

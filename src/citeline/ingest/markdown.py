@@ -15,7 +15,7 @@ import yaml
 from markdown_it import MarkdownIt
 from mdit_py_plugins.front_matter import front_matter_plugin
 
-from citeline.errors import ParseError
+from citeline.errors import NoTextError
 from citeline.ingest.base import BaseParser
 from citeline.ingest.decode import decode_text
 from citeline.ingest.markdown_html import html_edits, strip_comments
@@ -99,7 +99,7 @@ class MarkdownParser(BaseParser):
             if end > start:
                 blocks.append(Block(kind, start, end, tuple(h for _, h in trail)))
         if not any(b.kind != "heading" for b in blocks):
-            raise ParseError(str(path), "the file has no text to index (empty or headings only)")
+            raise NoTextError(str(path), "the file has no text to index (empty or headings only)")
         title = str(metadata.get("title") or first_h1 or path.stem)
         # Keep front matter values JSON-friendly (dates become strings).
         meta = {

@@ -21,7 +21,7 @@ import pypdfium2 as pdfium
 import pypdfium2.raw as pdfium_c
 
 from citeline import page_labels
-from citeline.errors import ParseError
+from citeline.errors import NoTextError, ParseError
 from citeline.ingest import pdf_tables
 from citeline.ingest.base import BaseParser
 from citeline.ingest.pdf_layout import Line, PageLines, compose, norm, reading_order, strip_running
@@ -288,7 +288,7 @@ def _assemble(
         for ln in p.lines:
             weights[round(ln.size * 2) / 2] += len(ln.text) * (1 if ln.mono else 100)  # body = prose
     if not weights:
-        raise ParseError(str(path), "no text content (only page headers/footers)")
+        raise NoTextError(str(path), "no text content (only page headers/footers)")
     body = weights.most_common(1)[0][0]
     para_gap = (statistics.median(ratios) if ratios else 1.2) * 1.3
     ordered: list[list[Line]] = []

@@ -30,12 +30,13 @@ from citeline.embedding.base import Embedder
 from citeline.errors import (
     CitelineError,
     IndexUnavailableError,
+    NoTextError,
     ParseError,
     ReadOnlyIndexError,
 )
 from citeline.index.base import Store, StoredFile
 from citeline.ingest.batches import FILE_ERRORS as FILE_ERRORS  # what a failed file is reported with
-from citeline.ingest.batches import EmbedBatch, failure_reason, fill_vectors, write_prepared
+from citeline.ingest.batches import EmbedBatch, failure_reason, fill_vectors, not_indexed, write_prepared
 from citeline.ingest.embed import (
     Progress as Progress,  # (event, amount): "file" per file, "chunks" per chunk embedded
 )
@@ -143,7 +144,7 @@ def prepare(job: FileJob, chunker: Chunker, signature: str, settings: Settings) 
     the same document, chunk ids and spans on any machine."""
     path = Path(job.path)
     if not job.data.strip():
-        raise ParseError(job.source, "the file is empty (no text to index)")
+        raise NoTextError(job.source, "the file is empty (no text to index)")
     t0 = time.perf_counter()
     parsed = parser_for(path).parse(job.data, path)
     t1 = time.perf_counter()
@@ -156,7 +157,7 @@ def prepare(job: FileJob, chunker: Chunker, signature: str, settings: Settings) 
     chunks = chunker.chunk(parsed, job.document_id)
     t2 = time.perf_counter()
     if not chunks:
-        raise ParseError(job.source, "no text to index after parsing")
+        raise NoTextError(job.source, "no text to index after parsing")
     document = Document(
         id=job.document_id,
         collection=job.collection,
@@ -286,7 +287,7 @@ class Ingestor:
                     except IndexUnavailableError:
                         raise
                     except FILE_ERRORS as exc:
-                        report.failed.append((source, failure_reason(exc)))
+                        not_indexed(report, source, exc, existing is not None)
                     if progress:
                         progress("file", 1)
             batch.flush()

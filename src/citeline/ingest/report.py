@@ -16,7 +16,9 @@ class IngestReport:
     failed: list[tuple[str, str]] = field(default_factory=list)
     #: documents removed: their files are gone from a folder added again (or `citeline remove`)
     removed: list[str] = field(default_factory=list)
-    #: entries of a folder that are not regular files (pipes, sockets, devices): never opened
+    #: what was not read and is no failure (the exit code stays 0): a folder's entries that are not
+    #: regular files (pipes, sockets, devices, link loops, links to folders: never opened) or are of
+    #: an unsupported type, and files with no text to index (empty, navigation only)
     skipped: list[tuple[str, str]] = field(default_factory=list)
     #: documents whose files are gone but that were kept (--keep-missing, or more than half: --prune)
     missing: list[str] = field(default_factory=list)

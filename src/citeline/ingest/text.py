@@ -7,7 +7,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from citeline.errors import ParseError
+from citeline.errors import NoTextError
 from citeline.ingest.base import BaseParser
 from citeline.ingest.blocks import assemble_blocks
 from citeline.ingest.decode import decode_text
@@ -33,7 +33,7 @@ class TextParser(BaseParser):
             return assemble_blocks(list(manual), man_page_title(text, path), False, {}, self.format)  # type: ignore[arg-type]
         blocks = paragraph_blocks(text)
         if not blocks:
-            raise ParseError(str(path), "the file is empty (no text to index)")
+            raise NoTextError(str(path), "the file is empty (no text to index)")
         first = text[blocks[0].start : blocks[0].end]
         title = path.stem
         # A short first line that is not a sentence reads as the title.

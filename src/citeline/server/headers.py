@@ -3,22 +3,32 @@
 ``X-Content-Type-Options: nosniff`` on every response (JSON, static files, the page), so a browser
 never reads a document's bytes or an error body as another type; ``Cache-Control: no-store`` on
 everything a key opens (/v1, /metrics, /mcp), so no shared or disk cache keeps a restricted
-document, answer or trace. ``/docs`` (Swagger UI) and ``/redoc`` load their scripts from a CDN and
-run one inline script: their policy allows that CDN and that script only (a nonce per response).
+document, answer or trace. ``/docs`` (Swagger UI) and ``/redoc`` run offline: their scripts and
+styles are served from the fastapi-offline package (under ``/docs/assets``), never from a CDN, and
+each page runs one inline script: their policy allows this server and that script only (a nonce per
+response), as the web page's allows its own files only.
 """
 
 from __future__ import annotations
 
 import secrets
+from functools import cache
+from pathlib import Path
 
+import fastapi_offline
 from fastapi import FastAPI
 from fastapi.openapi.docs import get_redoc_html, get_swagger_ui_html
-from fastapi.responses import HTMLResponse
+from fastapi.responses import HTMLResponse, Response
+from fastapi.staticfiles import StaticFiles
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 #: paths whose responses come from a key's data
 _AUTHENTICATED = ("/v1/", "/metrics", "/mcp")
-_CDN = "https://cdn.jsdelivr.net"
+#: Swagger UI's and ReDoc's files (their licences: fastapi-offline's LICENSE and the files' headers)
+DOCS_ASSETS = Path(fastapi_offline.__file__).parent / "static"
+ASSETS_URL = "/docs/assets"
+#: the one file ReDoc fetches from elsewhere (its sidebar's logo), pointed at the favicon served here
+_REDOC_LOGO = "https://cdn.redoc.ly/redoc/logo-mini.svg"
 
 
 def is_authenticated_path(path: str) -> bool:
@@ -53,10 +63,11 @@ class SecurityHeaders:
 
 
 def docs_policy(nonce: str) -> str:
+    """Nothing from elsewhere: the pages' files, the schema and their data: images from this server;
+    inline styles, which both UIs set at run time; ReDoc's search runs in a blob: worker."""
     return (
-        f"default-src 'none'; script-src 'nonce-{nonce}' {_CDN}; style-src 'unsafe-inline' {_CDN} "
-        f"https://fonts.googleapis.com; font-src {_CDN} https://fonts.gstatic.com; img-src 'self' data: "
-        f"{_CDN} https://fastapi.tiangolo.com https://cdn.redoc.ly; connect-src 'self'; worker-src blob:; "
+        f"default-src 'none'; script-src 'nonce-{nonce}' 'self'; style-src 'self' 'unsafe-inline'; "
+        "font-src 'self'; img-src 'self' data:; connect-src 'self'; worker-src blob:; "
         "frame-ancestors 'none'; base-uri 'none'; form-action 'self'"
     )
 
@@ -75,13 +86,44 @@ def _with_nonce(page: HTMLResponse) -> HTMLResponse:
 
 
 def documentation_pages(app: FastAPI) -> None:
-    """/docs and /redoc as FastAPI renders them, under a CSP (create the app with docs_url=None)."""
+    """/docs and /redoc as FastAPI renders them, with their files from this server, under a CSP
+    (create the app with docs_url=None and redoc_url=None)."""
     title = f"{app.title} API"
+    favicon = f"{ASSETS_URL}/favicon.png"
 
     @app.get("/docs", include_in_schema=False)
     async def swagger() -> HTMLResponse:
-        return _with_nonce(get_swagger_ui_html(openapi_url="/openapi.json", title=title))
+        page = get_swagger_ui_html(
+            openapi_url="/openapi.json",
+            title=title,
+            swagger_js_url=f"{ASSETS_URL}/swagger-ui-bundle.js",
+            swagger_css_url=f"{ASSETS_URL}/swagger-ui.css",
+            swagger_favicon_url=favicon,
+        )
+        return _with_nonce(page)
 
     @app.get("/redoc", include_in_schema=False)
     async def redoc() -> HTMLResponse:
-        return _with_nonce(get_redoc_html(openapi_url="/openapi.json", title=title))
+        page = get_redoc_html(
+            openapi_url="/openapi.json",
+            title=title,
+            redoc_js_url=f"{ASSETS_URL}/redoc.standalone.js",
+            redoc_favicon_url=favicon,
+            with_google_fonts=False,
+        )
+        return _with_nonce(page)
+
+    @app.get(f"{ASSETS_URL}/redoc.standalone.js", include_in_schema=False)
+    async def redoc_script() -> Response:  # before the mount below, which serves the other files
+        return Response(_redoc_script(), media_type="text/javascript; charset=utf-8")
+
+    app.mount(ASSETS_URL, StaticFiles(directory=DOCS_ASSETS), name="docs-assets")
+
+
+@cache
+def _redoc_script() -> bytes:
+    return (
+        (DOCS_ASSETS / "redoc.standalone.js")
+        .read_bytes()
+        .replace(_REDOC_LOGO.encode(), f"{ASSETS_URL}/favicon.png".encode())
+    )
