@@ -46,6 +46,7 @@ class Components:
         self._store = store
         store.configure(settings)
         self._embedder = embedder
+        self._fast: dict[str, Embedder] = {}
         self._generator: Generator | None = None
         self._chat_model: ChatModel | None = None
         self._verifier: Verifier | None = None
@@ -96,6 +97,7 @@ class Components:
     def with_settings(self, settings: Settings) -> Components:
         """The same store, embedder and injected generator, other settings (the rest is rebuilt)."""
         wired = Components(settings, self._store, embedder=self._embedder)
+        wired._fast = self._fast
         if self._injected is not None:
             wired.use_generator(self._injected)
         return wired
@@ -159,7 +161,24 @@ class Components:
     def retriever(self) -> HybridRetriever:
         from citeline.retrieval.hybrid import HybridRetriever
 
-        return HybridRetriever(self._store, self.embedder, self.query_expander, self.breaker)
+        return HybridRetriever(
+            self._store,
+            self.embedder,
+            self.query_expander,
+            self.breaker,
+            fast=self.fast_embedder,
+            rescore=self._settings.rescore_pending,
+        )
+
+    def fast_embedder(self, name: str | None = None) -> Embedder:
+        """The fast embedder of progressive indexing: ``name`` (the one the index's pending chunks
+        were embedded with), else the ``fast_embedder`` setting; made once per name."""
+        from citeline.embedding import make_embedder
+
+        name = name or self._settings.fast_embedder
+        if name not in self._fast:
+            self._fast[name] = make_embedder(name)
+        return self._fast[name]
 
     def answerer(self) -> Answerer:
         from citeline.answer.answerer import Answerer

@@ -99,7 +99,7 @@ class KnowledgeBase:
 
     # -- ingestion -----------------------------------------------------------------------------
 
-    def _ingestor(self) -> Ingestor:
+    def _ingestor(self, progressive: bool = False) -> Ingestor:
         from citeline.ingest.files import Listings
         from citeline.ingest.pipeline import Ingestor  # parsers and chunking: not needed to search
         from citeline.ingest.readd import StoredFilesMemo
@@ -109,7 +109,12 @@ class KnowledgeBase:
         if self._listings is None:
             self._listings = Listings()
         return Ingestor(
-            self.store, self.embedder, self.settings, memo=self._stored_memo, listings=self._listings
+            self.store,
+            self.embedder,
+            self.settings,
+            memo=self._stored_memo,
+            listings=self._listings,
+            fast=self.components.fast_embedder() if progressive else None,
         )
 
     def add(
@@ -124,16 +129,19 @@ class KnowledgeBase:
         workers: str | None = None,
         keep_missing: bool = False,
         prune: bool = False,
+        progressive: bool = False,
     ) -> IngestReport:
         """Add or update files and folders; a folder is reconciled (documents whose files are gone
         are removed, see ``Ingestor.add``; ``keep_missing`` keeps them, ``prune`` allows removing
         more than half of a folder's documents). ``workers`` (``ray://HOST:PORT`` or ``local:N``)
-        parses and embeds on Ray, writing here in batches (citeline.ingest.distributed)."""
+        parses and embeds on Ray, writing here in batches (citeline.ingest.distributed).
+        ``progressive``: embed with the fast embedder (``fast_embedder``) only, so documents are
+        searchable at once; ``embed()`` adds the index's embedder's vectors later."""
         if workers:
             from citeline.ingest.distributed import add_distributed
 
             return add_distributed(
-                self._ingestor(),
+                self._ingestor(progressive),
                 [str(p) for p in paths],
                 workers,
                 tags,
@@ -144,7 +152,7 @@ class KnowledgeBase:
                 keep_missing=keep_missing,
                 prune=prune,
             )
-        return self._ingestor().add(
+        return self._ingestor(progressive).add(
             [str(p) for p in paths],
             tags=tags,
             acl=acl,
@@ -175,6 +183,16 @@ class KnowledgeBase:
 
     def remove(self, paths: Iterable[str | os.PathLike[str]]) -> IngestReport:
         return self._ingestor().remove([str(p) for p in paths])
+
+    def embed(
+        self, progress: Progress | None = None, stop: Callable[[], bool] | None = None
+    ) -> dict[str, Any]:
+        """The background pass of progressive indexing (resumable, safe to kill): the index's
+        embedder's vectors for the chunks that have only the fast embedder's."""
+        from citeline.ingest.embed import embed_pending
+
+        s = self.settings
+        return embed_pending(self.store, self.embedder, progress, retries=s.embed_retries, stop=stop)
 
     def reindex(self, embedder_name: str, progress: Progress | None = None) -> dict[str, Any]:
         """Embed every chunk with another embedder side by side, then swap atomically."""

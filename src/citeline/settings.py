@@ -58,6 +58,12 @@ class Settings:
         min=0,
         max=256,
     )
+    fast_embedder: str = _opt(
+        "minilm-static",
+        "progressive indexing (add --background): the embedder that makes chunks searchable at once, "
+        "until `citeline embed` adds the index's embedder's vectors",
+        backend="embedder",
+    )
     embed_retries: int = _opt(
         2, "tries again (with exponential backoff) when the embedder fails on a batch", min=0, max=10
     )
@@ -83,6 +89,12 @@ class Settings:
         none_ok=True,
     )
     rerank_depth: int = _opt(30, "candidates the reranker reorders", min=1)
+    rescore_pending: int = _opt(
+        30,
+        "progressive indexing: the best pending chunks by fast vector that the index's embedder "
+        "scores at query time (0 = rank fusion of the fast list instead; retrieval/progressive.py)",
+        min=0,
+    )
     query_expansion: str = _opt("none", "LLM query expansion", choices=EXPANSION_MODES)
     # 1.0: the context keeps the fused order and skips only near-duplicates (cosine >= 0.95). At 0.7
     # diversity pushed a page's second matching chunk out for another page's (golden dev, dev-extra,

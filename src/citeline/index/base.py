@@ -82,6 +82,10 @@ class DocumentWrite:
 
     ``keep_times``: keep ``document.added_at``/``updated_at`` as given (copying an index), instead
     of the time of the write (and the first version's ``added_at``).
+
+    ``vectors_from``: the fast embedder that made ``vectors`` (progressive indexing), when not the
+    index's own. A chunk whose text has no vector of the index's embedder yet is then *pending*:
+    searchable by the fast vector until ``citeline embed`` fills in the full one.
     """
 
     document: Document
@@ -91,6 +95,7 @@ class DocumentWrite:
     page_starts: Sequence[int] = ()
     original: bytes | None = None
     keep_times: bool = False
+    vectors_from: str | None = None
 
 
 @dataclass(frozen=True)
@@ -275,6 +280,27 @@ class Store(Protocol):
     def add_vectors(self, embedder: str, vectors: Mapping[str, Vector]) -> None: ...
 
     def swap_embedder(self, name: str, version: str, dim: int) -> None: ...
+
+    # -- progressive indexing: chunks waiting for the index's embedder ----------------------------
+    def pending_embedder(self) -> str | None:
+        """The fast embedder whose vectors stand in for chunks that have none of the index's
+        embedder yet (None: every chunk has its full vector; a cheap read)."""
+        ...
+
+    def unembedded(self, limit: int) -> list[tuple[str, str]]:
+        """Up to ``limit`` (text hash, index text) of pending chunk texts (no vector of the index's
+        embedder), by text hash: what ``citeline embed`` embeds next."""
+        ...
+
+    def finish_pending(self) -> bool:
+        """When no chunk is pending any more: drop the fast vectors and the pending mark in one
+        transaction (True); else change nothing (False)."""
+        ...
+
+    def pending_vector_search(self, vector: Vector, flt: Filter, k: int) -> list[tuple[str, float]]:
+        """(chunk id, cosine of the fast embedder's vectors), best first, over pending chunks only:
+        each chunk is searched in exactly one space (see citeline.retrieval.progressive)."""
+        ...
 
     # -- search ---------------------------------------------------------------------------------
     def keyword_search(self, query: Query | str, flt: Filter, k: int) -> list[tuple[str, float]]:

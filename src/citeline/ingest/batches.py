@@ -23,7 +23,7 @@ import numpy as np
 
 from citeline.embedding.base import Embedder
 from citeline.errors import CitelineError, IndexUnavailableError, NoTextError, ParseError
-from citeline.index.base import Store
+from citeline.index.base import DocumentWrite, Store
 from citeline.index.sql.rows import text_hash
 from citeline.ingest.embed import Progress, embed_batches
 from citeline.models import Chunk
@@ -66,19 +66,26 @@ def fill_vectors(
     progress: Progress | None,
     report: IngestReport,
     retries: int,
+    progressive: bool = False,
 ) -> None:
     """Add to ``vectors`` (by indexed-text hash) every chunk's vector that it lacks: from the
     store's cache, the rest embedded now, shortest first across all the chunks given (the embedder
-    sorts only within the texts of one call)."""
+    sorts only within the texts of one call).
+
+    ``progressive``: ``embedder`` is the fast one; a text that has the index's own vector already
+    needs none (the store takes it), the others get the fast embedder's."""
     texts: dict[str, str] = {}
     tokens: dict[str, int] = {}
     for c in chunks:
         h = text_hash(c.index_text)
         if h not in vectors and h not in texts:
             texts[h], tokens[h] = c.index_text, c.token_count
+    if progressive and texts:
+        for h in store.cached_vectors(texts):  # one embedding per text: the full one is kept
+            del texts[h]
     if not texts:
         return
-    vectors.update(store.cached_vectors(texts))
+    vectors.update(store.cached_vectors(texts, embedder=embedder.name if progressive else None))
     missing = sorted(((h, t) for h, t in texts.items() if h not in vectors), key=lambda x: tokens[x[0]])
     for part, part_vectors in embed_batches(embedder, missing, progress, retries=retries):
         vectors.update(zip(part, part_vectors, strict=True))
@@ -86,15 +93,33 @@ def fill_vectors(
 
 
 def write_prepared(
-    store: Store, prepared: Prepared, vectors: dict[str, np.ndarray], report: IngestReport
+    store: Store,
+    prepared: Prepared,
+    vectors: dict[str, np.ndarray],
+    report: IngestReport,
+    vectors_from: str | None = None,
 ) -> None:
-    """Replace the document in one transaction and account for it (parse, chunk and write seconds)."""
+    """Replace the document in one transaction and account for it (parse, chunk and write seconds).
+    ``vectors_from``: the fast embedder that made ``vectors`` (progressive indexing)."""
     t0 = time.perf_counter()
-    own = {h: vectors[h] for h in (text_hash(c.index_text) for c in prepared.chunks)}
+    hashes = (text_hash(c.index_text) for c in prepared.chunks)
+    own = {h: vectors[h] for h in hashes if h in vectors}  # the store refuses a chunk with none
     doc = prepared.document
-    existed = store.replace_document(
-        doc, prepared.text, prepared.chunks, own, prepared.page_starts, prepared.original
-    )
+    if vectors_from is None:
+        existed = store.replace_document(
+            doc, prepared.text, prepared.chunks, own, prepared.page_starts, prepared.original
+        )
+    else:
+        write = DocumentWrite(
+            doc,
+            prepared.text,
+            tuple(prepared.chunks),
+            own,
+            tuple(prepared.page_starts),
+            prepared.original,
+            vectors_from=vectors_from,
+        )
+        existed = doc.id in store.replace_documents([write])
     seconds = report.seconds
     seconds["parse"] += prepared.parse_s
     seconds["chunk"] += prepared.chunk_s
@@ -121,12 +146,18 @@ class EmbedBatch:
     report: IngestReport
     progress: Progress | None
     retries: int
+    #: ``embedder`` is the fast one: documents are written with pending chunks (progressive indexing)
+    progressive: bool = False
     max_chunks: int = BATCH_CHUNKS
     max_files: int = BATCH_FILES
     max_bytes: int = BATCH_BYTES
     items: list[Prepared] = field(default_factory=list)
     chunks: int = 0
     size: int = 0
+
+    @property
+    def vectors_from(self) -> str | None:
+        return self.embedder.name if self.progressive else None
 
     def add(self, prepared: Prepared) -> None:
         self.items.append(prepared)
@@ -152,6 +183,7 @@ class EmbedBatch:
                 self.progress,
                 report,
                 self.retries,
+                self.progressive,
             )
         except IndexUnavailableError:
             raise
@@ -178,10 +210,11 @@ class EmbedBatch:
                             self.progress,
                             report,
                             self.retries,
+                            self.progressive,
                         )
                     finally:
                         seconds["embed"] += time.perf_counter() - t1
-                write_prepared(self.store, prepared, vectors, report)
+                write_prepared(self.store, prepared, vectors, report, self.vectors_from)
             except IndexUnavailableError:
                 raise
             except FILE_ERRORS as exc:

@@ -71,12 +71,14 @@ def check_workers(spec: str) -> str:
 
 
 class Worker:
-    """A Ray actor: the index's embedder and chunker, loaded once."""
+    """A Ray actor: the index's embedder and chunker, loaded once. ``fast_name``: progressive
+    indexing, chunks are embedded by that embedder (chunked as the index's embedder chunks them)."""
 
-    def __init__(self, embedder_name: str, settings: Settings) -> None:
+    def __init__(self, embedder_name: str, settings: Settings, fast_name: str | None = None) -> None:
         from citeline.embedding import make_embedder
 
         self.embedder = make_embedder(embedder_name)
+        self.vectorizer = make_embedder(fast_name) if fast_name else self.embedder
         self.settings = settings
         self.chunker = make_chunker(self.embedder, settings)
         self.signature = pipeline_signature(settings)
@@ -92,7 +94,7 @@ class Worker:
 
     def embed(self, texts: list[str]) -> np.ndarray:
         """Vectors as a local run checks them: retried with backoff, one finite vector per text."""
-        return embed_checked(self.embedder, texts, self.settings.embed_retries)
+        return embed_checked(self.vectorizer, texts, self.settings.embed_retries)
 
 
 @dataclass(frozen=True)
@@ -133,6 +135,7 @@ class _Run:
                 p.vectors,
                 p.prepared.page_starts,
                 p.prepared.original,
+                vectors_from=self.ingestor.fast.name if self.ingestor.fast else None,
             )
             for p in self.ready
         ]
@@ -279,7 +282,8 @@ def _run_files(
     cpus = int(ray.cluster_resources().get("CPU", 1))
     size = max(1, min(cpus, int(workers.split(":", 1)[1]) if workers.startswith("local:") else cpus))
     actor = ray.remote(num_cpus=1)(Worker)
-    actors = [actor.remote(ingestor.embedder.name, ingestor.settings) for _ in range(size)]
+    fast = ingestor.fast.name if ingestor.fast else None
+    actors = [actor.remote(ingestor.embedder.name, ingestor.settings, fast) for _ in range(size)]
     turn = itertools.cycle(actors)
     paths = list(paths)
     sources = Sources(root if root is not None else Path.cwd())
@@ -345,7 +349,11 @@ def _vectors_for(
 ) -> None:
     """Take cached vectors from the store; send the rest to the actors, a local run's batches."""
     by_hash = {text_hash(c.index_text): c.index_text for c in prepared.chunks}
-    pending = _Pending(prepared, dict(run.ingestor.store.cached_vectors(by_hash)))
+    store, fast = run.ingestor.store, run.ingestor.fast
+    if fast is not None:  # progressive: a text with its full vector needs none, the others a fast one
+        for h in store.cached_vectors(by_hash):
+            del by_hash[h]
+    pending = _Pending(prepared, dict(store.cached_vectors(by_hash, embedder=fast.name if fast else None)))
     missing = [(h, t) for h, t in by_hash.items() if h not in pending.vectors]
     for lo in range(0, len(missing), EMBED_BATCH):
         part = missing[lo : lo + EMBED_BATCH]

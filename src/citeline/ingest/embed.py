@@ -79,3 +79,49 @@ def reembed(store: Store, new: Embedder, progress: Progress | None = None) -> di
         store.add_vectors(new.name, dict(zip(hashes, vectors, strict=True)))
     store.swap_embedder(new.name, new.version, new.dim)
     return {"embedder": new.name, "chunks": len(pending), "embedded": len(todo)}
+
+
+#: pending texts read per round of the background pass (embedded ``batch`` at a time, each batch
+#: committed on its own: a kill loses at most the batch in flight)
+PASS_READ = 1024
+
+
+def embed_pending(
+    store: Store,
+    embedder: Embedder,
+    progress: Progress | None = None,
+    batch: int = 64,
+    retries: int = 2,
+    stop: Callable[[], bool] | None = None,
+) -> dict[str, object]:
+    """The background pass of progressive indexing: the index's embedder's vector for every
+    pending chunk text, a batch per transaction, so it can be killed at any moment and run again
+    (it resumes with what is still pending; a committed vector is never computed again). When
+    nothing is pending any more the fast vectors are dropped. ``progress``: ("pending", how many
+    at the start), then ("chunks", n) per batch. ``stop``: asked between batches (a server
+    shutting down)."""
+    info = store.embedder_info()
+    if info is None:  # nothing was ever added
+        return {"embedder": embedder.name, "embedded": 0, "finished": True, "seconds": 0.0}
+    if info.name != embedder.name:
+        raise CitelineError(f"The index's embedder is {info.name}, not {embedder.name}.")
+    embedded, started = 0, time.perf_counter()
+    if progress and store.pending_embedder() is not None:
+        progress("pending", int((store.stats().get("pending_vectors") or {}).get("chunks", 0)))
+    while not (stop and stop()):
+        todo = store.unembedded(PASS_READ)
+        if not todo:
+            break
+        todo.sort(key=lambda ht: len(ht[1]))  # similar lengths in each call: little padding
+        for hashes, vectors in embed_batches(embedder, todo, progress, batch, retries):
+            store.add_vectors(embedder.name, dict(zip(hashes, vectors, strict=True)))
+            embedded += len(hashes)
+            if stop and stop():
+                break
+    finished = store.finish_pending() if not (stop and stop()) else False
+    return {
+        "embedder": embedder.name,
+        "embedded": embedded,
+        "finished": finished,
+        "seconds": round(time.perf_counter() - started, 3),
+    }

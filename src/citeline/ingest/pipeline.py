@@ -202,11 +202,14 @@ class Ingestor:
         *,
         memo: StoredFilesMemo | None = None,
         listings: Listings | None = None,
+        fast: Embedder | None = None,
     ) -> None:
         """``memo``: the stored files read by an earlier add; ``listings``: the folders listed by
-        earlier adds (both kept by the knowledge base)."""
+        earlier adds (both kept by the knowledge base). ``fast``: progressive indexing, chunks get
+        this embedder's vectors now and the index's embedder's later (``citeline embed``)."""
         self.store = store
         self.embedder = embedder
+        self.fast = fast
         self.settings = settings
         self.chunker = make_chunker(embedder, settings)
         self.signature = pipeline_signature(settings)
@@ -247,7 +250,14 @@ class Ingestor:
         walks: list[FolderWalk] = []
         access = tuple(sorted(set(acl)))
         given_tags = dict(tags or {})
-        batch = EmbedBatch(self.store, self.embedder, report, progress, self.settings.embed_retries)
+        batch = EmbedBatch(
+            self.store,
+            self.fast or self.embedder,
+            report,
+            progress,
+            self.settings.embed_retries,
+            progressive=self.fast is not None,
+        )
         sources = Sources(root if root is not None else Path.cwd())
         start = self.store.write_mark()  # what the memo must hold for this add's writes to join it
         known = KnownFiles(
@@ -454,9 +464,10 @@ class Ingestor:
         t0 = time.perf_counter()
         vectors: dict[str, np.ndarray] = {}
         retries = self.settings.embed_retries
-        fill_vectors(self.store, self.embedder, prepared.chunks, vectors, progress, report, retries)
+        embedder, fast = self.fast or self.embedder, self.fast is not None
+        fill_vectors(self.store, embedder, prepared.chunks, vectors, progress, report, retries, fast)
         report.seconds["embed"] += time.perf_counter() - t0
-        write_prepared(self.store, prepared, vectors, report)
+        write_prepared(self.store, prepared, vectors, report, embedder.name if fast else None)
 
     def remove(self, paths: Iterable[str]) -> IngestReport:
         report = IngestReport()

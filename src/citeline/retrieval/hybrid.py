@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import re
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -22,6 +23,7 @@ from citeline.models import Hit, StageScore
 from citeline.retrieval.breaker import CircuitBreaker
 from citeline.retrieval.filters import Filter
 from citeline.retrieval.fusion import convex_combination, lift_exact, reciprocal_rank_fusion
+from citeline.retrieval.progressive import PendingSide, pending_side
 from citeline.retrieval.query import Query, analyze
 from citeline.retrieval.rewrite import Expansion, QueryExpander
 
@@ -42,7 +44,9 @@ class Retrieval:
     degraded: str | None = None
 
 
-_DenseLists = tuple[np.ndarray | None, list[tuple[str, float]], list[list[str]], dict[str, float]]
+_DenseLists = tuple[
+    np.ndarray | None, list[tuple[str, float]], list[list[str]], dict[str, float], PendingSide
+]
 
 
 class HybridRetriever:
@@ -52,12 +56,18 @@ class HybridRetriever:
         embedder: Embedder,
         expander: QueryExpander | None = None,
         breaker: CircuitBreaker | None = None,
+        fast: Callable[[str], Embedder] | None = None,
+        rescore: int = 0,
     ) -> None:
         self.store = store
         self.embedder = embedder
         self.expander = expander
         #: guards the dense side; None runs it inline and lets its errors through
         self.breaker = breaker
+        #: progressive indexing (retrieval/progressive.py): the fast embedder by name, and how many
+        #: pending chunks are rescored with ``embedder`` at query time (0: rank fusion instead)
+        self.fast = fast
+        self.rescore = rescore
 
     def _dense_side(self, texts: list[str], flt: Filter, k: int, stages: tuple[str, ...]) -> _DenseLists:
         """Query vectors, the main dense list and one dense list per extra query."""
@@ -68,12 +78,18 @@ class HybridRetriever:
         t = time.perf_counter()
         dense = self.store.vector_search(vectors[0], flt, k) if "dense" in stages else []
         timings["dense"] = (time.perf_counter() - t) * 1000
+        side = PendingSide()
+        if "dense" in stages and self.fast is not None:
+            dense, side = pending_side(
+                self.store, self.fast, self.embedder, texts[0], vectors[0], dense, flt, k, self.rescore
+            )
+            timings.update(side.timings_ms)
         extra: list[list[str]] = []
         if "dense" in stages:
             t = time.perf_counter()
             extra = [[c for c, _ in self.store.vector_search(v, flt, k)] for v in vectors[1:]]
             timings["expansion_dense"] = (time.perf_counter() - t) * 1000
-        return vectors[0], dense, extra, timings
+        return vectors[0], dense, extra, timings, side
 
     def retrieve(
         self,
@@ -115,20 +131,23 @@ class HybridRetriever:
             waited = self.breaker.result(started, started_at)
             timings["dense_wait"] = (time.perf_counter() - t) * 1000
             degraded = waited.degraded
-            outcome = waited.value if waited.value is not None else (None, [], [], {})
-        vector, dense, extra_dense, dense_timings = outcome
+            outcome = waited.value if waited.value is not None else (None, [], [], {}, PendingSide())
+        vector, dense, extra_dense, dense_timings, side = outcome
         timings.update(dense_timings)
         lists = [[c for c, _ in lexical], [c for c, _ in dense]]
+        if side.fast:  # rank fusion of the pending chunks' own list (retrieval/progressive.py)
+            lists.append([c for c, _ in side.fast])
         for i in range(len(extra)):  # each extra query's lists in turn (fusion breaks ties by order)
             lists += extra_lexical[i : i + 1] + extra_dense[i : i + 1]
         t = time.perf_counter()
-        if fusion == "convex" and expansion is None and degraded is None:
+        if fusion == "convex" and expansion is None and degraded is None and not side.fast:
             fused = convex_combination(dict(lexical), dict(dense), alpha)
         else:
             fused = reciprocal_rank_fusion(lists, k=rrf_k)
         per_stage = {
             "bm25": {c: StageScore(s, r) for r, (c, s) in enumerate(lexical, 1)},
             "dense": {c: StageScore(s, r) for r, (c, s) in enumerate(dense, 1)},
+            **side.stages(),
         }
         resolved = self.store.chunks([c for c, _ in fused[:k]])
         hits: list[Hit] = []

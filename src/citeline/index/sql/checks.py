@@ -130,7 +130,12 @@ _UNUSED_VECTORS = (
     "SELECT COUNT(*) FROM embeddings e WHERE e.embedder = ? AND NOT EXISTS "
     "(SELECT 1 FROM chunks c WHERE c.text_hash = e.text_hash)"
 )
-_UNEMBEDDED = "FROM chunks c WHERE NOT EXISTS (SELECT 1 FROM embeddings e WHERE e.text_hash = c.text_hash AND e.embedder = ?)"
+# A pending chunk (progressive indexing: its fast vector stands in until `citeline embed`) is not missing one
+_UNEMBEDDED = (
+    "FROM chunks c WHERE NOT EXISTS (SELECT 1 FROM embeddings e WHERE e.text_hash = c.text_hash AND e.embedder = ?) "
+    "AND NOT EXISTS (SELECT 1 FROM embeddings f WHERE f.text_hash = c.text_hash "
+    "AND f.embedder = (SELECT value FROM meta WHERE key = 'pending_embedder'))"
+)
 
 #: every check, in the order problems are reported
 CHECKS: tuple[Query | Probe, ...] = (

@@ -20,12 +20,19 @@ from citeline.index.sql import rows
 from citeline.index.sql.dialect import Session, insert_sql
 from citeline.index.sql.filters import filter_sql
 from citeline.index.sql.records import SqlRecords
-from citeline.index.sql.writes import NewChunk, remove_documents, write_documents
+from citeline.index.sql.writes import PENDING_KEY, NewChunk, remove_documents, write_documents
 from citeline.models import Chunk, Document
 from citeline.retrieval.filters import Filter
 
 if TYPE_CHECKING:
     from citeline.index.sql.checks import Found
+
+
+#: a chunk without a vector of the index's embedder: pending (searched by its fast vector)
+_PENDING = (
+    "NOT EXISTS (SELECT 1 FROM embeddings e WHERE e.text_hash = c.text_hash "
+    "AND e.embedder = (SELECT value FROM meta WHERE key = 'embedder'))"
+)
 
 
 class SqlStore(SqlRecords):
@@ -108,6 +115,7 @@ class SqlStore(SqlRecords):
                     f"Reindex incomplete: {missing} chunks lack '{name}' vectors; nothing swapped."
                 )
             s.execute("DELETE FROM embeddings WHERE embedder <> ?", (name,))
+            s.execute("DELETE FROM meta WHERE key = ?", (PENDING_KEY,))
             self._set_embedder(s, name, version, dim)
             self._embedder_changed(s, name, dim)
             self._bump(s)
@@ -339,15 +347,52 @@ class SqlStore(SqlRecords):
             )
             self._vectors_added(s, embedder, list(vectors))
 
+    # -- progressive indexing (see citeline.retrieval.progressive) --------------------------------
+
+    def pending_embedder(self) -> str | None:
+        return self.meta(PENDING_KEY)
+
+    def unembedded(self, limit: int) -> list[tuple[str, str]]:
+        with self.reading() as s:
+            return [
+                (r[0], r[1])
+                for r in s.rows(
+                    "SELECT c.text_hash, MIN(c.index_text) FROM chunks c WHERE NOT EXISTS (SELECT 1 FROM "
+                    "embeddings e WHERE e.text_hash = c.text_hash AND e.embedder = "
+                    "(SELECT value FROM meta WHERE key = 'embedder')) GROUP BY c.text_hash "
+                    "ORDER BY c.text_hash LIMIT ?",
+                    (limit,),
+                )
+            ]
+
+    def finish_pending(self) -> bool:
+        with self.writing() as s:
+            fast = self._meta(s, PENDING_KEY)
+            if fast is None:
+                return True
+            if s.value(f"SELECT COUNT(*) FROM chunks c WHERE {_PENDING}"):
+                return False
+            s.execute("DELETE FROM embeddings WHERE embedder = ?", (fast,))
+            s.execute("DELETE FROM meta WHERE key = ?", (PENDING_KEY,))
+            self._bump(s)
+        self._after_write()
+        return True
+
     def stats(self) -> dict[str, Any]:
         info = self.embedder_info()
         with self.reading() as s:
             documents = s.value("SELECT COUNT(*) FROM documents")
             vectors = s.value("SELECT COUNT(*) FROM embeddings")
+            fast = self._meta(s, PENDING_KEY)
+            pending = s.value(f"SELECT COUNT(*) FROM chunks c WHERE {_PENDING}") if fast else 0
+        chunks = self.count_chunks(Filter.admin())
         return {
             "index": self.location,
             "documents": int(documents),
-            "chunks": self.count_chunks(Filter.admin()),
+            "chunks": chunks,
+            # progressive indexing: chunks searched with the full vectors, and those still waiting
+            "full_vectors": chunks - int(pending),
+            "pending_vectors": {"chunks": int(pending), "embedder": fast} if fast else None,
             "vectors": int(vectors),
             "index_bytes": self._size_bytes(),
             "schema_version": self._schema_version(),

@@ -21,7 +21,7 @@ import numpy as np
 from citeline.errors import CitelineError
 from citeline.index.base import DocumentWrite, Vector
 from citeline.index.sql import rows
-from citeline.index.sql.dialect import Session, insert_sql
+from citeline.index.sql.dialect import Session, insert_sql, upsert_sql
 from citeline.models import Chunk, Document
 
 
@@ -32,11 +32,15 @@ class NewChunk:
     chunk: Chunk
     #: the values of rows.chunk_write_columns
     params: tuple[Any, ...]
-    vector: Vector
+    #: the index's embedder's vector; None for a pending chunk (progressive indexing)
+    vector: Vector | None
     #: its place among the chunks of the batch, in the order of the writes (as the store's
     #: ``prepare`` saw them)
     at: int
 
+
+#: the meta key naming the fast embedder while some chunks are pending (progressive indexing)
+PENDING_KEY = "pending_embedder"
 
 #: a store's insert of a batch's chunks (what it derives from them included); tokens added
 InsertChunks = Callable[[Session, Sequence[NewChunk]], int]
@@ -114,19 +118,42 @@ def _old_versions(s: Session, docs: Sequence[Document]) -> list[tuple[Any, ...]]
 def _vectors(
     s: Session, embedder: str, writes: Sequence[DocumentWrite], needed: set[str]
 ) -> dict[str, Vector]:
-    """The writes' vectors, and those of ``needed`` the store has cached already."""
-    d = s.dialect
+    """The writes' vectors of ``embedder``, and those of ``needed`` the store has cached already."""
     vectors: dict[str, Vector] = {}
     for w in writes:
         vectors.update((h, np.asarray(v, dtype=np.float32)) for h, v in w.vectors.items())
-    missing = sorted(needed - vectors.keys())
-    for part in d.batches(missing):
+    return vectors | cached(s, embedder, needed - vectors.keys())
+
+
+def cached(s: Session, embedder: str, text_hashes: Iterable[str]) -> dict[str, Vector]:
+    """The vectors of ``embedder`` stored for ``text_hashes``."""
+    d, vectors = s.dialect, dict[str, Vector]()
+    for part in d.batches(sorted(text_hashes)):
         cond, params = d.in_list("text_hash", part)
         found = s.rows(
             f"SELECT text_hash, vector FROM embeddings WHERE embedder = ? AND {cond}", [embedder, *params]
         )
         vectors.update((h, d.vector_value(v)) for h, v in found)
     return vectors
+
+
+def _fast_vectors(
+    s: Session, writes: Sequence[DocumentWrite], pending: set[str]
+) -> tuple[dict[str, tuple[str, Vector]], str | None]:
+    """For progressive writes: the fast vector of each ``pending`` text (given, else cached), by
+    text hash with its embedder's name; and that embedder (the one fast embedder of the batch)."""
+    found: dict[str, tuple[str, Vector]] = {}
+    names = {w.vectors_from for w in writes if w.vectors_from is not None}
+    if len(names) > 1:
+        raise CitelineError(f"one fast embedder per write, not {sorted(names)}; nothing was changed.")
+    for w in writes:
+        if w.vectors_from is not None:
+            found.update((h, (w.vectors_from, np.asarray(v, dtype=np.float32))) for h, v in w.vectors.items())
+    name = next(iter(names), None)
+    if name is not None:
+        lacking = pending - found.keys()
+        found.update((h, (name, v)) for h, v in cached(s, name, lacking).items())
+    return {h: found[h] for h in pending if h in found}, name
 
 
 def _insert_documents(s: Session, writes: Sequence[DocumentWrite], added: dict[Any, float]) -> None:
@@ -171,22 +198,29 @@ def write_documents(
 
     hashes = {i: [rows.text_hash(c.index_text) for c in writes[i].chunks] for i in order}
     needed = {h for i in order for h in hashes[i]}
-    vectors = _vectors(s, embedder, kept, needed)
+    full_writes = [w for w in kept if w.vectors_from is None]
+    vectors = _vectors(s, embedder, full_writes, needed)
+    # Progressive writes: a text without the index's vector is pending, with its fast vector
+    fast, fast_name = _fast_vectors(s, kept, needed - vectors.keys())
     for i in order:
-        lacking = sum(1 for h in hashes[i] if h not in vectors)
+        lacking = sum(1 for h in hashes[i] if h not in vectors and h not in fast)
         if lacking:
             raise CitelineError(
                 f"{writes[i].document.source}: {lacking} chunks have no vector; nothing was changed."
             )
-    given = {h: v for w in kept for h, v in w.vectors.items()}
+    given = {h: v for w in full_writes for h, v in w.vectors.items()}
+    new_vectors = [(h, embedder, d.vector_param(v)) for h, v in sorted(given.items())]
+    new_vectors += [(h, name, d.vector_param(v)) for h, (name, v) in sorted(fast.items())]
     s.many(
         insert_sql(
             "embeddings", ["text_hash", "embedder", "vector"], "ON CONFLICT (text_hash, embedder) DO NOTHING"
         ),
-        [(h, embedder, d.vector_param(v)) for h, v in sorted(given.items())],
+        new_vectors,
     )
+    if fast_name is not None and fast:
+        s.execute(upsert_sql("meta", "key", ["value"]), (PENDING_KEY, fast_name))
     new = [
-        NewChunk(c, rows.chunk_params(c, writes[i].document.id, h), vectors[h], offsets[i] + j)
+        NewChunk(c, rows.chunk_params(c, writes[i].document.id, h), vectors.get(h), offsets[i] + j)
         for i in order
         for j, (c, h) in enumerate(zip(writes[i].chunks, hashes[i], strict=True))
     ]

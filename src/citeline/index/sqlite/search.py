@@ -29,6 +29,7 @@ from citeline.index.sql.dialect import SQLITE
 from citeline.index.sql.filters import filter_sql
 from citeline.index.sql.fts5 import K1, B, idf, term_weight, tokenizer
 from citeline.index.sql.store import SqlStore
+from citeline.index.sql.writes import PENDING_KEY
 from citeline.index.sqlite import dense
 from citeline.index.sqlite.changelog import log_position
 from citeline.index.sqlite.connections import SqliteConnections
@@ -77,6 +78,8 @@ class SqliteSearch(SqliteConnections, SqlStore):
     folder: Path
     location: str
     read_only: bool
+    #: (generation, the pending chunks' fast vectors): progressive indexing
+    _pending: tuple[int, DenseMatrix] | None = None
     #: (generation, rowids sorted, FTS token count of each): the lengths BM25 needs
     _lengths: tuple[int, npt.NDArray[np.int64], npt.NDArray[np.float64]] | None = None
 
@@ -283,6 +286,41 @@ class SqliteSearch(SqliteConnections, SqlStore):
                 dtype=np.int64,
             )
         return self._ids_for_rowids(dense.search(np.asarray(vector, dtype=np.float32), k, allowed))
+
+    def pending_vector_search(self, vector: Vector, flt: Filter, k: int) -> list[tuple[str, float]]:
+        fast = self.meta(PENDING_KEY)
+        if fast is None or k <= 0:
+            return []
+        pending = self._pending_matrix(fast)
+        if len(pending) == 0:
+            return []
+        allowed = None
+        if not flt.is_empty:
+            cond, params = filter_sql(flt, "document_id", SQLITE)
+            allowed = np.fromiter(
+                (r[0] for r in self.conn.execute(f"SELECT rowid FROM chunks WHERE {cond}", params)),
+                dtype=np.int64,
+            )
+        return self._ids_for_rowids(pending.search(np.asarray(vector, dtype=np.float32), k, allowed))
+
+    def _pending_matrix(self, fast: str) -> DenseMatrix:
+        """The fast vectors of the pending chunks, read again whenever the generation moves (a
+        full vector added moves it). Kept in memory only: it shrinks to nothing as the pass runs."""
+        with self._lock, snapshot(self.conn):
+            generation = int(self.meta("generation") or 0)
+            if self._pending is None or self._pending[0] != generation:
+                rows = self.conn.execute(
+                    "SELECT c.rowid, f.vector FROM chunks c JOIN embeddings f ON f.text_hash = c.text_hash "
+                    "AND f.embedder = ? WHERE NOT EXISTS (SELECT 1 FROM embeddings e WHERE e.text_hash = "
+                    "c.text_hash AND e.embedder = (SELECT value FROM meta WHERE key = 'embedder')) "
+                    "ORDER BY c.rowid",
+                    (fast,),
+                ).fetchall()
+                dim = len(rows[0][1]) // 4 if rows else 0
+                rowids = np.fromiter((r[0] for r in rows), dtype=np.int64, count=len(rows))
+                matrix = np.frombuffer(b"".join(r[1] for r in rows), dtype=np.float32).reshape(len(rows), dim)
+                self._pending = (generation, DenseMatrix(rowids, matrix))
+            return self._pending[1]
 
     def term_weights(self, terms: Sequence[str], flt: Filter) -> dict[str, float]:
         """IDF of each term over chunks, as BM25 computes it: rare terms weigh more.
