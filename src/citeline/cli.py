@@ -13,8 +13,8 @@ from __future__ import annotations
 import os
 import sys
 import warnings
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
+from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeGuard, TypeVar
 
@@ -49,6 +49,7 @@ from citeline.errors import (
     UsageError,
 )
 from citeline.models import DEFAULT_COLLECTION, Answer, Hit
+from citeline.progress_bar import progress_bar
 from citeline.retrieval.filters import Filter, Principal
 from citeline.settings import debug_enabled
 
@@ -127,29 +128,8 @@ def _filter(
     return Filter(tags=_parse_tags(tags), source_prefix=source_prefix, formats=formats, principal=principal)
 
 
-@contextmanager
-def _progress(enabled: bool) -> Iterator[Callable[[str, int], None] | None]:
-    if not enabled:
-        yield None
-        return
-    # imported here: only `add` and `reindex` draw progress (20 ms of every other command's start)
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-
-    with Progress(
-        TextColumn("[progress.description]{task.description}"),
-        BarColumn(),
-        MofNCompleteColumn(),
-        TimeElapsedColumn(),
-        console=err,
-        transient=True,
-    ) as bar:
-        files = bar.add_task("files", total=None)
-        chunks = bar.add_task("chunks embedded", total=None)
-
-        def update(event: str, amount: int) -> None:
-            bar.advance(files if event == "file" else chunks, amount)
-
-        yield update
+def _progress(enabled: bool) -> AbstractContextManager[Callable[[str, int], None] | None]:
+    return progress_bar(enabled, err)
 
 
 class CitelineGroup(click.Group):
@@ -264,6 +244,14 @@ def _show_warning(
     metavar="ray://HOST:PORT|local:N",
     help="Parse and embed on a Ray cluster (or a local one with N CPUs); needs citeline[ray].",
 )
+@click.option(
+    "--progressive",
+    is_flag=True,
+    help="Searchable at once: the fast embedder only; `citeline embed` does the rest.",
+)
+@click.option(
+    "--background", is_flag=True, help="--progressive, then `citeline embed` started in the background."
+)
 @click.pass_context
 def add(
     ctx: click.Context,
@@ -278,6 +266,8 @@ def add(
     collection: str,
     root: Path | None,
     workers: str | None,
+    progressive: bool,
+    background: bool,
 ) -> None:
     """Add or update files and folders (recursively). Unchanged files cost nothing.
 
@@ -310,6 +300,13 @@ def add(
             workers=workers,
             keep_missing=keep_missing,
             prune=prune,
+            progressive=progressive or background,
+        )
+    if background and kb.store.pending_embedder() is not None:
+        from citeline.cli_embed import start_background
+
+        err.print(
+            f"citeline embed: full vectors in the background (pid {start_background(kb.settings.index)})"
         )
     code = add_exit_code(report)
     if as_json:
@@ -469,17 +466,19 @@ def status(ctx: click.Context, as_json: bool) -> None:
     if as_json:
         _print_json(stats)
         return
-    emb = stats["embedder"] or {}
+    emb, pending = stats["embedder"] or {}, stats["pending_vectors"]
     out.print(
         f"index     {_n(stats['index'])}\ndocuments {stats['documents']}\nchunks    {stats['chunks']}\n"
         f"size      {stats['index_bytes'] / 1048576:.1f} MB\nembedder  {emb.get('name', '-')} "
-        f"({emb.get('dim', '-')}d)"
+        f"({emb.get('dim', '-')}d)\nvectors   {stats['full_vectors']} of {stats['chunks']} chunks full"
+        + (f" ({pending['chunks']} pending: {pending['embedder']}; `citeline embed`)" if pending else "")
     )
 
 
 def register_commands() -> None:
     from citeline import (  # noqa: F401 (their commands register on main)
         cli_documents,  # documents, check
+        cli_embed,  # embed
         cli_inspect,  # show, reindex, migrate, trace, calibrate
     )
     from citeline.cli_config import backends, config_group
