@@ -16,7 +16,7 @@ import pytest
 
 from citeline.components import open_store
 from citeline.errors import EmbedderMismatchError
-from citeline.index.base import ApiKey, Store
+from citeline.index.base import ApiKey, DocumentWrite, Store
 from citeline.index.sqlite import text_hash
 from citeline.models import Chunk, Document, document_id_for
 from citeline.retrieval.filters import PUBLIC, Filter, Principal
@@ -367,3 +367,64 @@ def test_an_adopted_secret_replaces_the_index_own(store: Store) -> None:
     store.secret()
     store.adopt_secret(b"\x01" * 32)
     assert store.secret() == b"\x01" * 32
+
+
+FAST = "fast-embedder"
+
+
+def test_progressive_writes_leave_chunks_pending_until_their_full_vectors_come(store: Store) -> None:
+    """Progressive indexing: a write with the fast embedder's vectors (``vectors_from``) makes its
+    chunks searchable by those vectors only, in their own search; the full vectors added later take
+    each chunk out of it, and once none is pending the fast vectors go. A text that already has
+    its full vector is never pending (one embedding per text)."""
+    full = put(store, "full.md", ["shared paragraph"], seed=1)
+    doc_id = document_id_for("default", "fast.md")
+    paragraphs = ["shared paragraph", "fresh one", "restricted one"]
+    chunks, fast, pos = [], {}, 0
+    for i, para in enumerate(paragraphs):
+        index_text = f"full.md > {para}" if i == 0 else f"fast.md > {para}"
+        chunks.append(
+            Chunk(
+                f"{doc_id[:12]}-{i:012d}",
+                doc_id,
+                i,
+                pos,
+                pos + len(para),
+                para,
+                index_text,
+                ("H",),
+                "paragraph",
+            )
+        )
+        fast[text_hash(index_text)] = _vector(500 + i)
+        pos += len(para) + 2
+    doc = Document(doc_id, "fast.md", "fast.md", "markdown", "hash-fast", pos, 1.0, None, acl=("group:eng",))
+    write = DocumentWrite(doc, "\n\n".join(paragraphs), tuple(chunks), fast, vectors_from=FAST)
+    assert store.replace_documents([write]) == frozenset()
+    fresh = [text_hash(c.index_text) for c in chunks[1:]]
+
+    assert store.pending_embedder() == FAST
+    assert sorted(store.unembedded(10)) == sorted((h, c.index_text) for h, c in zip(fresh, chunks[1:]))
+    stats = store.stats()
+    assert stats["full_vectors"] == 2 and stats["pending_vectors"] == {"chunks": 2, "embedder": FAST}
+    assert store.check() == []  # pending is not missing
+    # each chunk in one space: the full search has the shared text's chunks, the fast one the rest
+    full_ids = {c for c, _ in store.vector_search(_vector(0), ADMIN, 10)}
+    assert full_ids == set(store.document_chunks(full.id)) | {chunks[0].id}
+    found = store.pending_vector_search(fast[fresh[0]], ADMIN, 10)
+    assert [c for c, _ in found][0] == chunks[1].id and {c for c, _ in found} == {chunks[1].id, chunks[2].id}
+    assert found[0][1] == pytest.approx(1.0, abs=1e-5)
+    assert store.pending_vector_search(fast[fresh[0]], Filter(principal=BOB), 10) == []  # ACL first
+    assert len(store.pending_vector_search(fast[fresh[0]], Filter(principal=ALICE), 10)) == 2
+
+    assert not store.finish_pending()  # still pending: nothing changes
+    store.add_vectors("test-embedder", {fresh[0]: _vector(900)})
+    assert [h for h, _ in store.unembedded(10)] == [fresh[1]]
+    assert [c for c, _ in store.pending_vector_search(fast[fresh[0]], ADMIN, 10)] == [chunks[2].id]
+    assert chunks[1].id in {c for c, _ in store.vector_search(_vector(900), ADMIN, 10)}
+    store.add_vectors("test-embedder", {fresh[1]: _vector(901)})
+    assert store.unembedded(10) == [] and store.finish_pending()
+    assert store.pending_embedder() is None and store.cached_vectors(fresh, embedder=FAST) == {}
+    assert store.stats()["full_vectors"] == 4 and store.stats()["pending_vectors"] is None
+    assert store.check() == []
+    assert chunks[2].id in {c for c, _ in store.vector_search(_vector(901), ADMIN, 10)}

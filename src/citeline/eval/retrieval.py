@@ -187,11 +187,13 @@ def open_eval_index(
     cache_root: Path | None = None,
     progress: Progress | None = None,
     batch: int = 256,
+    progressive: bool = False,
 ) -> EvalIndex:
     """Open the dataset's cached index, building (or finishing) it first if needed.
 
     Documents are staged as Markdown under ``<cache_root>/<key>/docs`` and added in batches; an
     interrupted build resumes where it stopped (unchanged files are skipped by the ingestor).
+    ``progressive``: with the fast embedder's vectors only (``citeline add --progressive``).
     """
     root = cache_root or default_cache_root()
     # Chunking settings come from the index's own citeline.toml (if any) and CITELINE_* variables.
@@ -224,7 +226,7 @@ def open_eval_index(
             paths.append(path)
         failed: list[tuple[str, str]] = []
         for lo in range(0, len(paths), batch):
-            report = kb.add(paths[lo : lo + batch])
+            report = kb.add(paths[lo : lo + batch], progressive=progressive)
             embedded += report.chunks_embedded
             failed += report.failed
             if progress:

@@ -25,7 +25,7 @@ from typing import Any
 
 from citeline.errors import CitelineError, NotAnIndexError, SchemaTooNewError
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 _MIGRATION_LOCK = 0x6369_7465_6D69_6772  # pg_advisory_xact_lock key of schema migrations
 #: pgvector's first version with HNSW, and the one with iterative (filtered) index scans
 MIN_PGVECTOR = (0, 5, 0)
@@ -150,7 +150,12 @@ CREATE INDEX traces_owner ON traces (owner, created_at);
 """
 
 # MIGRATIONS[v] upgrades schema version v-1 to v (statements run in one transaction).
-MIGRATIONS: dict[int, str] = {1: _V1}
+# Version 2: progressive indexing. A pending chunk (only the fast embedder's vector so far) has no
+# copy of the index's vector: NULL, which the HNSW index leaves out.
+_V2 = """
+ALTER TABLE chunks ALTER COLUMN embedding DROP NOT NULL;
+"""
+MIGRATIONS: dict[int, str] = {1: _V1, 2: _V2}
 
 
 def statements(script: str) -> list[str]:

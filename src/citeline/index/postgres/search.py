@@ -37,6 +37,7 @@ from citeline.index.sql.dialect import POSTGRES
 from citeline.index.sql.filters import filter_sql
 from citeline.index.sql.fts5 import K1, B, idf, term_weight
 from citeline.index.sql.store import SqlStore
+from citeline.index.sql.writes import PENDING_KEY
 from citeline.retrieval.bm25 import keyword_phrases
 from citeline.retrieval.filters import Filter
 
@@ -278,9 +279,25 @@ class PostgresSearch(PostgresConnections, SqlStore):
                 # No cast: the HNSW index (on the cast expression) cannot serve this ordering.
                 rows = conn.execute(
                     "SELECT chunk_id, d FROM (SELECT c.chunk_id, c.seq, c.embedding <=> %s AS d "
-                    f"FROM chunks c {where}) x ORDER BY d, seq LIMIT %s",
+                    f"FROM chunks c {where}) x WHERE d IS NOT NULL ORDER BY d, seq LIMIT %s",
                     [query, *params, k],
                 ).fetchall()
+        # a pending chunk (progressive indexing) has no vector here: the HNSW index leaves it out
+        return [(str(r[0]), float(1.0 - r[1])) for r in rows if r[1] is not None]
+
+    def pending_vector_search(self, vector: Vector, flt: Filter, k: int) -> list[tuple[str, float]]:
+        """Exact, over the pending chunks only (no vector of the index's embedder: NULL here)."""
+        fast = self.meta(PENDING_KEY)
+        if fast is None or k <= 0:
+            return []
+        cond, params = self._filter(flt)
+        with self._snapshot() as conn:
+            rows = conn.execute(
+                "SELECT c.chunk_id, f.vector <=> %s AS d FROM chunks c JOIN embeddings f "
+                "ON f.text_hash = c.text_hash AND f.embedder = %s "
+                f"WHERE c.embedding IS NULL {'AND ' + cond if cond else ''} ORDER BY d, c.seq LIMIT %s",
+                [np.asarray(vector, dtype=np.float32), fast, *params, k],
+            ).fetchall()
         return [(str(r[0]), float(1.0 - r[1])) for r in rows]
 
     def term_weights(self, terms: Sequence[str], flt: Filter) -> dict[str, float]:

@@ -170,6 +170,16 @@ class PostgresStore(PostgresSearch):
     def _insert_chunks(self, s: Session, chunks: Sequence[NewChunk], prepared: Any) -> int:
         return insert_chunks(s.conn, chunks, prepared)
 
+    def _vectors_added(self, s: Session, embedder: str, text_hashes: Sequence[str]) -> None:
+        """Pending chunks that gained the index's vector (progressive indexing) take their copy."""
+        if embedder == self._meta(s, "embedder") and text_hashes:
+            s.execute(
+                "UPDATE chunks c SET embedding = e.vector FROM embeddings e WHERE e.text_hash = c.text_hash "
+                "AND e.embedder = ? AND c.embedding IS NULL AND c.text_hash = ANY(?)",
+                (embedder, list(text_hashes)),
+            )
+        self._bump(s)
+
     def _embedder_changed(self, s: Session, name: str, dim: int) -> None:
         """Each chunk's copy of its vector from the embedder's, and the HNSW index for its dimension."""
         s.execute("DROP INDEX IF EXISTS chunks_embedding_hnsw")

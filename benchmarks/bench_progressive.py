@@ -1,0 +1,248 @@
+"""Progressive indexing on SciFact: time until searchable, quality before and after the background
+pass, the pass killed and resumed, and the latency of query-time rescoring.
+
+    python benchmarks/bench_progressive.py                   # the whole corpus (5,183 documents)
+    python benchmarks/bench_progressive.py --ratio-docs 300  # the same-run ingest ratio on 300 documents
+
+1. ``add --progressive`` of the corpus (staged as Markdown, as `citeline eval retrieval` stages it)
+   into a fresh index: wall and CPU seconds until every document is searchable.
+2. The same-run ratio: the first ``--ratio-docs`` documents added cold with minilm-int8 and with
+   ``--progressive``, each into a fresh index (the whole corpus cold takes ~455 s on an idle machine).
+3. nDCG@10 per stage (SciFact ``--split``) before the pass: rescoring (``rescore_pending`` = 30, the
+   default) and rank fusion (0); the rescoring latency on ``--latency-queries`` queries, cache cleared.
+4. The pass (`citeline embed`) SIGKILLed ``--kills`` times at random moments, then run to the end:
+   what each run found pending, `citeline check`, and that the last run embedded exactly what was
+   still pending (a committed vector is never computed again).
+5. nDCG@10 after the pass, and the paired per-query difference of fused nDCG@10 against an index
+   built with minilm-int8 (``--baseline``, else the evaluation cache's).
+
+Writes benchmarks/results/progressive.{json,md}.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+RESULTS = ROOT / "benchmarks" / "results"
+DEFAULT_BEIR = "/work/shared/datasets/scifact"
+
+
+def timed_add(index: Path, paths: list[Path], progressive: bool) -> dict[str, float]:
+    from citeline.kb import open_kb
+
+    wall, cpu = time.perf_counter(), time.process_time()
+    with open_kb(index) as kb:
+        for lo in range(0, len(paths), 256):
+            kb.add(paths[lo : lo + 256], progressive=progressive)
+        chunks = kb.status()["chunks"]
+    return {
+        "wall_s": round(time.perf_counter() - wall, 1),
+        "cpu_s": round(time.process_time() - cpu, 1),
+        "chunks": chunks,
+    }
+
+
+def evaluate(data: Any, beir: str, split: str, index: Path, rescore: int | None = None) -> Any:
+    from citeline.eval.retrieval import evaluate_retrieval
+
+    if rescore is not None:
+        os.environ["CITELINE_RESCORE_PENDING"] = str(rescore)
+    try:
+        return evaluate_retrieval(data, beir, split=split, index=index, keep_runs=True)
+    finally:
+        os.environ.pop("CITELINE_RESCORE_PENDING", None)
+
+
+def ndcg(report: Any) -> dict[str, float]:
+    return {name: round(stage.metrics["ndcg@10"], 4) for name, stage in report.stages.items()}
+
+
+def per_query(report: Any, data: Any, stage: str = "fused") -> dict[str, float]:
+    from citeline.eval.metrics import ndcg_at_k
+
+    return {q: ndcg_at_k(docs, data.qrels.get(q, {}), 10) for q, docs in report.runs[stage].items()}
+
+
+def paired(a: dict[str, float], b: dict[str, float], seed: int = 7, rounds: int = 2000) -> dict[str, float]:
+    """Mean of b - a over the shared queries, with a 95% bootstrap interval."""
+    shared = sorted(set(a) & set(b))
+    diffs = [b[q] - a[q] for q in shared]
+    rng = random.Random(seed)
+    means = sorted(sum(rng.choice(diffs) for _ in diffs) / len(diffs) for _ in range(rounds))
+    return {
+        "mean": round(sum(diffs) / len(diffs), 4),
+        "ci95": [round(means[int(0.025 * rounds)], 4), round(means[int(0.975 * rounds)], 4)],
+    }
+
+
+def rescore_latency(index: Path, queries: list[str]) -> dict[str, float]:
+    """Whole-retrieval and rescoring milliseconds per query, the query-time vectors' cache cleared."""
+    from citeline.kb import open_kb
+    from citeline.retrieval import progressive
+    from citeline.retrieval.filters import Filter
+
+    with open_kb(index) as kb:
+        retriever = kb.components.retriever()
+        retriever.retrieve(queries[0], Filter.admin())  # models loaded
+        total, rescore = [], []
+        for q in queries:
+            progressive.CACHE = progressive._VectorCache()
+            started = time.perf_counter()
+            found = retriever.retrieve(q, Filter.admin(), k=kb.settings.top_k)
+            total.append((time.perf_counter() - started) * 1000)
+            rescore.append(found.timings_ms.get("rescore", 0.0))
+
+    def p(values: list[float], share: float) -> float:
+        return round(sorted(values)[min(len(values) - 1, int(share * len(values)))], 1)
+
+    return {
+        "queries": len(queries),
+        "p50_ms": p(total, 0.5),
+        "p95_ms": p(total, 0.95),
+        "rescore_p50_ms": p(rescore, 0.5),
+        "rescore_p95_ms": p(rescore, 0.95),
+    }
+
+
+def full_vectors(index: Path) -> tuple[int, int]:
+    from citeline.kb import open_kb
+
+    with open_kb(index) as kb:
+        stats = kb.status()
+    return stats["full_vectors"], stats["chunks"]
+
+
+def killed_pass(index: Path, kills: int, seed: int, most_s: float) -> dict[str, Any]:
+    """`citeline embed` SIGKILLed ``kills`` times, each after a random 1..most_s seconds, then run
+    to the end; what each run started from, and the last run's own count."""
+    rng = random.Random(seed)
+    command = [sys.executable, "-m", "citeline", "--index", str(index), "embed", "--json"]
+    runs = []
+    for _ in range(kills):
+        before = full_vectors(index)[0]
+        child = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        time.sleep(rng.uniform(1.0, most_s))
+        child.send_signal(signal.SIGKILL)
+        child.wait()
+        runs.append({"full_before": before, "full_after": full_vectors(index)[0]})
+    pending, chunks = full_vectors(index)
+    started = time.perf_counter()
+    done = subprocess.run(command, capture_output=True, text=True, check=True)
+    last = json.loads(done.stdout)
+    return {
+        "kills": runs,
+        "last_run": {
+            **last,
+            "pending_before": chunks - pending,
+            "wall_s": round(time.perf_counter() - started, 1),
+        },
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--beir", default=DEFAULT_BEIR)
+    parser.add_argument("--split", default="test")
+    parser.add_argument(
+        "--index", type=Path, help="where to build the progressive index (default: a temporary folder)"
+    )
+    parser.add_argument("--baseline", type=Path, help="an index of the corpus built with minilm-int8")
+    parser.add_argument("--ratio-docs", type=int, default=300)
+    parser.add_argument("--kills", type=int, default=10)
+    parser.add_argument("--kill-most-s", type=float, default=40.0)
+    parser.add_argument("--latency-queries", type=int, default=50)
+    parser.add_argument("--seed", type=int, default=7)
+    args = parser.parse_args()
+
+    from citeline.eval.beir import load_beir
+    from citeline.eval.retrieval import open_eval_index
+    from citeline.kb import open_kb
+
+    data = load_beir(args.beir, args.split)
+    scratch = Path(tempfile.mkdtemp(prefix="citeline-progressive-"))
+    index = args.index or scratch / "index"
+    result: dict[str, Any] = {"dataset": args.beir, "split": args.split, "documents": len(data.corpus)}
+
+    wall, cpu = time.perf_counter(), time.process_time()
+    built = open_eval_index(data, args.beir, index=index, progressive=True)
+    built.kb.close()
+    result["searchable"] = {
+        "wall_s": round(time.perf_counter() - wall, 1),
+        "cpu_s": round(time.process_time() - cpu, 1),
+        "chunks": full_vectors(index)[1],
+    }
+    print("searchable", result["searchable"], flush=True)
+
+    with open_kb(index) as kb:
+        paths = sorted({str(d.metadata["path"]) for d in kb.documents(flt=_admin())})[: args.ratio_docs]
+    cold = timed_add(scratch / "ratio-cold", [Path(p) for p in paths], progressive=False)
+    fast = timed_add(scratch / "ratio-progressive", [Path(p) for p in paths], progressive=True)
+    result["ratio"] = {
+        "documents": len(paths),
+        "cold_minilm": cold,
+        "progressive": fast,
+        "wall": round(fast["wall_s"] / cold["wall_s"], 3),
+        "cpu": round(fast["cpu_s"] / cold["cpu_s"], 3),
+    }
+    print("ratio", result["ratio"], flush=True)
+
+    before = evaluate(data, args.beir, args.split, index)
+    ranks = evaluate(data, args.beir, args.split, index, rescore=0)
+    result["before"] = {"rescore_30": ndcg(before), "rank_fusion": ndcg(ranks)}
+    print("before", result["before"], flush=True)
+    queries = list(data.queries.values())[: args.latency_queries]
+    result["rescore_latency"] = rescore_latency(index, queries)
+    print("latency", result["rescore_latency"], flush=True)
+
+    result["pass"] = killed_pass(index, args.kills, args.seed, args.kill_most_s)
+    with open_kb(index) as kb:
+        report = kb.check()
+        result["check"] = {"ok": report.ok, "problems": [p.to_json() for p in report.problems]}
+        stats = kb.status()
+        result["after_pass"] = {
+            "full_vectors": stats["full_vectors"],
+            "chunks": stats["chunks"],
+            "pending": stats["pending_vectors"],
+        }
+    print("pass", result["pass"]["last_run"], result["check"], result["after_pass"], flush=True)
+    after = evaluate(data, args.beir, args.split, index)
+    result["after"] = ndcg(after)
+
+    if args.baseline is not None:
+        base = evaluate(data, args.beir, args.split, args.baseline)
+        result["baseline"] = ndcg(base)
+        reference = per_query(base, data)
+        result["paired_fused"] = {
+            "before_rescore_30": paired(reference, per_query(before, data)),
+            "before_rank_fusion": paired(reference, per_query(ranks, data)),
+            "after": paired(reference, per_query(after, data)),
+        }
+    RESULTS.mkdir(parents=True, exist_ok=True)
+    (RESULTS / "progressive.json").write_text(json.dumps(result, indent=2) + "\n", encoding="utf-8")
+    print(json.dumps(result, indent=2))
+    if args.index is None:
+        shutil.rmtree(scratch, ignore_errors=True)
+
+
+def _admin() -> Any:
+    from citeline.retrieval.filters import Filter
+
+    return Filter.admin()
+
+
+if __name__ == "__main__":
+    main()
