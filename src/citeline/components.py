@@ -168,6 +168,7 @@ class Components:
             self.breaker,
             fast=self.fast_embedder,
             rescore=self._settings.rescore_pending,
+            rescore_budget_ms=self._settings.dense_timeout_ms / 2,  # the rest: the query, the searches
         )
 
     def fast_embedder(self, name: str | None = None) -> Embedder:

@@ -58,6 +58,7 @@ class HybridRetriever:
         breaker: CircuitBreaker | None = None,
         fast: Callable[[str], Embedder] | None = None,
         rescore: int = 0,
+        rescore_budget_ms: float = 0.0,
     ) -> None:
         self.store = store
         self.embedder = embedder
@@ -68,6 +69,7 @@ class HybridRetriever:
         #: pending chunks are rescored with ``embedder`` at query time (0: rank fusion instead)
         self.fast = fast
         self.rescore = rescore
+        self.rescore_budget_ms = rescore_budget_ms
 
     def _dense_side(self, texts: list[str], flt: Filter, k: int, stages: tuple[str, ...]) -> _DenseLists:
         """Query vectors, the main dense list and one dense list per extra query."""
@@ -81,7 +83,16 @@ class HybridRetriever:
         side = PendingSide()
         if "dense" in stages and self.fast is not None:
             dense, side = pending_side(
-                self.store, self.fast, self.embedder, texts[0], vectors[0], dense, flt, k, self.rescore
+                self.store,
+                self.fast,
+                self.embedder,
+                texts[0],
+                vectors[0],
+                dense,
+                flt,
+                k,
+                self.rescore,
+                self.rescore_budget_ms,
             )
             timings.update(side.timings_ms)
         extra: list[list[str]] = []
