@@ -23,7 +23,7 @@ import citeline
 from citeline.retrieval.filters import Principal
 from conftest import OpenIndex
 
-from .util import cli, cli_env, report_figures, size, write_docs
+from .util import cli, cli_env, generation, report_figures, size, write_docs
 
 #: a slow full embedder (the pass takes seconds) beside the fast one of progressive indexing
 FULL = {"CITELINE_EMBEDDER": "minilm-int8", "CITELINE_FAST_EMBEDDER": "minilm-static"}
@@ -59,7 +59,11 @@ def test_the_background_pass_killed_again_and_again_resumes(open_index: OpenInde
             stderr=subprocess.DEVNULL,
             env=cli_env(**FULL),
         )
-        time.sleep(rng.uniform(0.5, 6.0))
+        # a random moment once the pass has committed a batch (it loads its model first)
+        start, deadline = generation(index), time.monotonic() + 120
+        while generation(index) == start and child.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.1)
+        time.sleep(rng.uniform(0.0, 2.0))
         child.send_signal(signal.SIGKILL)
         child.wait()
         checked = cli(index, "check", **FULL)
@@ -89,6 +93,7 @@ def test_the_background_pass_killed_again_and_again_resumes(open_index: OpenInde
         assert hits and all("dense_fast" not in h.stages and "rescored" not in h.stages for h in hits)
     finally:
         kb.close()
+    assert full[-1] > 0  # the kills came in the middle of the pass, not before it began
     report_figures(
         "embed_kill",
         {
