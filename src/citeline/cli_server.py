@@ -57,6 +57,14 @@ def serve(ctx: click.Context, host: str, port: int, allow_anonymous: bool, no_mc
             err=True,
         )
 
+    if state.kb.store.pending_embedder() is not None and not state.kb.store.read_only:
+        from citeline.cli_embed import start_background
+
+        # progressive indexing: the full vectors are filled in beside the server (a process of its
+        # own, which exits at once when another pass holds the index)
+        pid = start_background(kb.settings.index)
+        click.echo(f"citeline embed: full vectors in the background (pid {pid})", err=True)
+
     class Announce(uvicorn.Server):
         def _announce(self) -> None:
             for server in self.servers:

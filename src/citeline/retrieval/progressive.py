@@ -123,13 +123,13 @@ def pending_side(
     picked = found[:rescore]
     resolved = store.chunks([c for c, _ in picked])
     picked = [(c, s) for c, s in picked if c in resolved]
-    merged, query = dict(dense), np.asarray(query_vector, dtype=np.float32)
+    merged, asked = dict(dense), np.asarray(query_vector, dtype=np.float32)
     done = 0
     # A batch at a time, best first, within the budget: what is left joins rank fusion instead
     while done < len(picked) and (budget_ms <= 0 or (time.perf_counter() - t) * 1000 < budget_ms):
         part = picked[done : done + RESCORE_BATCH]
         vectors = CACHE.vectors(embedder, [resolved[c][0].index_text for c, _ in part])
-        merged.update((c, float(v @ query)) for (c, _), v in zip(part, vectors, strict=True))
+        merged.update((c, float(v @ asked)) for (c, _), v in zip(part, vectors, strict=True))
         done += len(part)
     side.rescored = {c: (s, r) for r, (c, s) in enumerate(picked[:done], 1)}
     side.fast = picked[done:]  # cut by the budget (those below the rescoring depth are left out)
