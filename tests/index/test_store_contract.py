@@ -404,7 +404,9 @@ def test_progressive_writes_leave_chunks_pending_until_their_full_vectors_come(s
     fresh = [text_hash(c.index_text) for c in chunks[1:]]
 
     assert store.pending_embedder() == FAST
-    assert sorted(store.unembedded(10)) == sorted((h, c.index_text) for h, c in zip(fresh, chunks[1:]))
+    assert sorted(store.unembedded(10)) == sorted(
+        (h, c.index_text) for h, c in zip(fresh, chunks[1:], strict=True)
+    )
     stats = store.stats()
     assert stats["full_vectors"] == 2 and stats["pending_vectors"] == {"chunks": 2, "embedder": FAST}
     assert store.check() == []  # pending is not missing
@@ -412,7 +414,7 @@ def test_progressive_writes_leave_chunks_pending_until_their_full_vectors_come(s
     full_ids = {c for c, _ in store.vector_search(_vector(0), ADMIN, 10)}
     assert full_ids == set(store.document_chunks(full.id)) | {chunks[0].id}
     found = store.pending_vector_search(fast[fresh[0]], ADMIN, 10)
-    assert [c for c, _ in found][0] == chunks[1].id and {c for c, _ in found} == {chunks[1].id, chunks[2].id}
+    assert found[0][0] == chunks[1].id and {c for c, _ in found} == {chunks[1].id, chunks[2].id}
     assert found[0][1] == pytest.approx(1.0, abs=1e-5)
     assert store.pending_vector_search(fast[fresh[0]], Filter(principal=BOB), 10) == []  # ACL first
     assert len(store.pending_vector_search(fast[fresh[0]], Filter(principal=ALICE), 10)) == 2
