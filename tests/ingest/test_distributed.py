@@ -185,6 +185,30 @@ def test_ray_ingest_matches_a_local_run(ray_address: str, pg_url: str, tmp_path:
     shared.close()
 
 
+def test_a_progressive_ray_add_writes_the_fast_vectors_a_local_one_writes(
+    ray_address: str, tmp_path: Path
+) -> None:
+    """`add --progressive --workers`: the workers embed with the fast embedder, the chunks are
+    pending as after a local progressive add, and `embed` fills in the full vectors."""
+    shutil.copytree(SAMPLES, tmp_path / "samples")
+    docs = tmp_path / "samples"
+    local, shared = citeline.open(tmp_path / "local"), citeline.open(tmp_path / "ray")
+    expected = local.add([docs], root=tmp_path, progressive=True)
+    report = shared.add([docs], root=tmp_path, workers=ray_address, progressive=True)
+    assert not report.failed and sorted(report.added) == sorted(expected.added)
+    stats = shared.status()
+    assert stats["full_vectors"] == 0 and stats["pending_vectors"] == local.status()["pending_vectors"]
+    hashes = [h for h, _ in local.store.all_text_hashes()]
+    a = local.store.cached_vectors(hashes, embedder="minilm-static")
+    b = shared.store.cached_vectors(hashes, embedder="minilm-static")
+    assert set(a) == set(b) == set(hashes)
+    assert all(float(np.dot(a[h], b[h])) >= 1 - 1e-5 for h in hashes)
+    assert shared.embed()["finished"] and shared.status()["full_vectors"] == stats["chunks"]
+    assert shared.check().ok
+    local.close()
+    shared.close()
+
+
 def test_workers_spec_is_checked_before_anything_runs(tmp_path: Path) -> None:
     result = CliRunner().invoke(
         main, ["--index", str(tmp_path / "i"), "add", "--workers", "ray:/x", str(SAMPLES)]
