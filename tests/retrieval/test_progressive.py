@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from citeline.kb import KnowledgeBase, open_kb
-from citeline.retrieval.filters import Principal
+from citeline.retrieval.filters import Filter, Principal
 
 SAMPLES = Path(__file__).resolve().parents[2] / "samples"
 QUESTION = "What does error LDG-4012 mean and how do I fix it?"
@@ -63,3 +63,19 @@ def test_the_trace_says_which_vectors_each_hit_came_from(kb: KnowledgeBase) -> N
     trace = kb.trace(answer.trace_id) if answer.trace_id else None
     assert trace is not None
     assert any("rescored" in hit.stages for hit in trace.candidates.fused)
+
+
+def test_an_index_with_pending_chunks_is_not_copied_before_its_pass(
+    kb: KnowledgeBase, tmp_path: Path
+) -> None:
+    from citeline.components import open_store
+    from citeline.errors import CitelineError
+    from citeline.index.migrate import migrate
+
+    target = open_store(str(tmp_path / "copy"))
+    try:
+        with pytest.raises(CitelineError, match="citeline embed"):
+            migrate(kb.store, target)
+        assert target.count_chunks(Filter.admin()) == 0
+    finally:
+        target.close()

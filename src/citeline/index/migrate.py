@@ -47,6 +47,11 @@ def migrate(
     info = source.embedder_info()
     if info is None:
         raise CitelineError(f"{source.location} holds no index to copy (no embedder bound yet).")
+    if source.pending_embedder() is not None:  # only the index's embedder's vectors are copied
+        raise CitelineError(
+            f"{source.location} has chunks still waiting for their full vectors (progressive indexing): "
+            "run `citeline embed` on it first, then copy it."
+        )
     report = MigrationReport()
     target.bind_embedder(info.name, info.version, info.dim)  # EmbedderMismatchError for another one
     if target.api_keys() and target.secret() != source.secret():
