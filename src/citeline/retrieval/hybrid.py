@@ -24,6 +24,7 @@ from citeline.retrieval.breaker import CircuitBreaker
 from citeline.retrieval.filters import Filter
 from citeline.retrieval.fusion import convex_combination, lift_exact, reciprocal_rank_fusion
 from citeline.retrieval.progressive import PendingSide, pending_side
+from citeline.retrieval.progressive import rescore as rescore_candidates
 from citeline.retrieval.query import Query, analyze
 from citeline.retrieval.rewrite import Expansion, QueryExpander
 
@@ -82,18 +83,7 @@ class HybridRetriever:
         timings["dense"] = (time.perf_counter() - t) * 1000
         side = PendingSide()
         if "dense" in stages and self.fast is not None:
-            dense, side = pending_side(
-                self.store,
-                self.fast,
-                self.embedder,
-                texts[0],
-                vectors[0],
-                dense,
-                flt,
-                k,
-                self.rescore,
-                self.rescore_budget_ms,
-            )
+            side = pending_side(self.store, self.fast, texts[0], flt, k)
             timings.update(side.timings_ms)
         extra: list[list[str]] = []
         if "dense" in stages:
@@ -145,6 +135,19 @@ class HybridRetriever:
             outcome = waited.value if waited.value is not None else (None, [], [], {}, PendingSide())
         vector, dense, extra_dense, dense_timings, side = outcome
         timings.update(dense_timings)
+        if side.fast and self.rescore > 0 and vector is not None:  # retrieval/progressive.py
+            dense = rescore_candidates(
+                self.store,
+                self.embedder,
+                vector,
+                lexical,
+                dense,
+                side,
+                self.rescore,
+                rrf_k,
+                self.rescore_budget_ms,
+            )[:k]
+            timings["rescore"] = side.timings_ms["rescore"]
         lists = [[c for c, _ in lexical], [c for c, _ in dense]]
         if side.fast:  # rank fusion of the pending chunks' own list (retrieval/progressive.py)
             lists.append([c for c, _ in side.fast])
