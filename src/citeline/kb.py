@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 from citeline.answer.generators.base import Generator
 from citeline.components import Components, open_store
 from citeline.errors import AccessError, DocumentNotFoundError, InvalidQuestionError
-from citeline.index.base import Problem, Store
+from citeline.index.base import EmbedderInfo, Problem, Store
 from citeline.models import DEFAULT_COLLECTION, Answer, Document, Hit, utf8_name
 from citeline.page_labels import METADATA_KEY as PAGE_LABELS
 from citeline.page_labels import page_label
@@ -30,6 +30,7 @@ from citeline.trace import Trace, TraceSummary
 from citeline.trace_access import visible_trace
 
 if TYPE_CHECKING:
+    from citeline.access import ApiKeys
     from citeline.answer.answerer import ProgressListener, SentenceListener
     from citeline.ingest.files import Listings
     from citeline.ingest.pipeline import Ingestor, IngestReport, Progress
@@ -93,6 +94,18 @@ class KnowledgeBase:
     @property
     def embedder(self) -> Any:
         return self.components.embedder
+
+    @property
+    def read_only(self) -> bool:
+        """Opened without ever writing (answers then carry no trace)."""
+        return self.store.read_only
+
+    @property
+    def keys(self) -> ApiKeys:
+        """The index's API keys (``citeline keys``, the server's and MCP's authentication)."""
+        from citeline.access import ApiKeys
+
+        return ApiKeys(self.store)
 
     def use_generator(self, generator: Generator) -> None:
         self.components.use_generator(generator)
@@ -299,6 +312,23 @@ class KnowledgeBase:
             raise DocumentNotFoundError(source_or_id)
         return doc
 
+    def readable_document(self, document_id: str, principal: Principal) -> Document | None:
+        """The document with this id (never a source or path), if ``principal`` may read it."""
+        doc = self.store.get_document(document_id)
+        return doc if doc is not None and self._readable(doc, Filter(principal=principal)) else None
+
+    def find_document(self, source: str, collection: str = DEFAULT_COLLECTION) -> Document | None:
+        """The document of ``source`` in ``collection``, whoever may read it (writers: after an add)."""
+        return self.store.find_document(source, collection)
+
+    def count_documents(
+        self, principal: Principal | Filter | None = None, *, flt: Filter | None = None
+    ) -> int:
+        return self.store.count_documents(access_filter(principal, flt))
+
+    def chunk_count(self, document: Document) -> int:
+        return len(self.store.document_chunks(document.id))
+
     def _readable(self, doc: Document, flt: Filter) -> bool:
         return (
             flt.principal.admin
@@ -340,6 +370,14 @@ class KnowledgeBase:
         for hashes, vectors in embed_batches(embedder, todo, retries=self.settings.embed_retries):
             self.store.add_vectors(embedder.name, dict(zip(hashes, vectors, strict=True)))
         return len(todo)
+
+    def stats(self) -> dict[str, Any]:
+        """The store's counts and sizes (documents, chunks, vectors, ...)."""
+        return self.store.stats()
+
+    def embedder_info(self) -> EmbedderInfo | None:
+        """The index's embedder as recorded, or None before the first add (a cheap store query)."""
+        return self.store.embedder_info()
 
     def status(self) -> dict[str, Any]:
         return {
