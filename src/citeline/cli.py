@@ -48,7 +48,7 @@ from citeline.errors import (
     CitelineError,
     UsageError,
 )
-from citeline.models import DEFAULT_COLLECTION, Answer, Hit
+from citeline.models import DEFAULT_COLLECTION, Answer
 from citeline.retrieval.filters import Filter, Principal
 from citeline.settings import debug_enabled
 
@@ -365,24 +365,6 @@ def remove(ctx: click.Context, paths: tuple[str, ...]) -> None:
         sys.exit(1 if not report.removed else EXIT_PARTIAL)
 
 
-def _hit_json(hit: Hit) -> dict[str, Any]:
-    c = hit.chunk
-    return {
-        "chunk_id": c.id,
-        "document_id": c.document_id,
-        "source": hit.source,
-        "title": hit.title,
-        "heading": c.heading,
-        "page": c.page,
-        "page_end": c.page_end,
-        "start": c.start,
-        "end": c.end,
-        "text": c.text,
-        "score": hit.score,
-        "stages": {k: {"score": v.score, "rank": v.rank} for k, v in hit.stages.items()},
-    }
-
-
 @main.command()
 @click.argument("query")
 @click.option("-k", "k", type=int, default=10, show_default=True, help="How many results.")
@@ -405,7 +387,7 @@ def search(
     kb = _kb(ctx)
     hits = kb.search(query, flt=_filter(**filters), k=k, fusion=fusion, alpha=alpha)
     if as_json:
-        _print_json({"query": query, "results": [_hit_json(h) for h in hits]})
+        _print_json({"query": query, "results": [h.to_json() for h in hits]})
         return
     for rank, hit in enumerate(hits, 1):
         stages = "  ".join(f"{k}#{v.rank}" for k, v in hit.stages.items() if k != "fused")
@@ -453,7 +435,7 @@ def ask(
         print_answer(answer)
     trace = kb.trace(answer.trace_id) if explain and answer.trace_id else None
     if explain and trace is None:
-        why = "the index is read-only here" if kb.store.read_only else "trace = false, or it was not written"
+        why = "the index is read-only here" if kb.read_only else "trace = false, or it was not written"
         err.print(f"[yellow]note:[/yellow] no trace was stored for this answer ({why})")
     if trace is not None:
         err.print("\n[bold]Trace[/bold]")

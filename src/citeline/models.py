@@ -142,6 +142,24 @@ class Hit:
     score: float
     stages: dict[str, StageScore] = field(default_factory=dict)
 
+    def to_json(self) -> dict[str, Any]:
+        """A search result as ``citeline search --json`` and ``POST /v1/search`` show it."""
+        c = self.chunk
+        return {
+            "chunk_id": c.id,
+            "document_id": c.document_id,
+            "source": self.source,
+            "title": self.title,
+            "heading": c.heading,
+            "page": c.page,
+            "page_end": c.page_end,
+            "start": c.start,
+            "end": c.end,
+            "text": c.text,
+            "score": self.score,
+            "stages": {k: {"score": v.score, "rank": v.rank} for k, v in self.stages.items()},
+        }
+
 
 @dataclass(frozen=True)
 class Passage:
@@ -199,6 +217,28 @@ class Citation:
     #: document has them (citeline.page_labels); ``page`` is always the page's place in the file
     page_label: str | None = None
     page_end_label: str | None = None
+
+    @classmethod
+    def of(cls, passage: Passage, n: int, quote: tuple[int, int] | None = None) -> Citation:
+        """``passage`` cited as [n]; ``quote``: the document span supporting the answer (default:
+        the whole passage)."""
+        chunk = passage.chunk
+        quote_start, quote_end = quote if quote is not None else (chunk.start, chunk.end)
+        return cls(
+            n=n,
+            document_id=chunk.document_id,
+            source=passage.hit.source,
+            title=passage.hit.title,
+            page=chunk.page,
+            page_end=chunk.page_end,
+            heading=chunk.heading,
+            start=chunk.start,
+            end=chunk.end,
+            quote=chunk.text,
+            chunk_id=chunk.id,
+            quote_start=quote_start,
+            quote_end=quote_end,
+        )
 
     def to_json(self) -> dict[str, Any]:
         return {

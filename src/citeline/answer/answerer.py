@@ -417,27 +417,10 @@ class Answerer:
             for s in final
             if not s.removed and s.citations
         )
-        citations = []
-        for old in order:
-            p = by_number[old]
-            quote_start, quote_end = quotes[old][1] if old in quotes else (p.chunk.start, p.chunk.end)
-            citations.append(
-                Citation(
-                    n=renumber[old],
-                    document_id=p.chunk.document_id,
-                    source=p.hit.source,
-                    title=p.hit.title,
-                    page=p.chunk.page,
-                    page_end=p.chunk.page_end,
-                    heading=p.chunk.heading,
-                    start=p.chunk.start,
-                    end=p.chunk.end,
-                    quote=p.chunk.text,
-                    chunk_id=p.chunk.id,
-                    quote_start=quote_start,
-                    quote_end=quote_end,
-                )
-            )
+        citations = [
+            Citation.of(by_number[old], renumber[old], quotes[old][1] if old in quotes else None)
+            for old in order
+        ]
         trace = trace.with_(
             verification=tuple(checks),
             dropped_citations=tuple(dropped),
