@@ -54,6 +54,7 @@ class Components:
         self._injected: Generator | None = None
         self._reader: Reader | None = None
         self._breaker: CircuitBreaker | None = None
+        self._answerer: Answerer | None = None
 
     @property
     def settings(self) -> Settings:
@@ -92,6 +93,7 @@ class Components:
         self._generator = generator
         self._injected = generator
         self._chat_model = None
+        self._answerer = None  # it holds the generator it was built with
 
     def with_settings(self, settings: Settings) -> Components:
         """The same store, embedder and injected generator, other settings (the rest is rebuilt)."""
@@ -162,6 +164,12 @@ class Components:
         return HybridRetriever(self._store, self.embedder, self.query_expander, self.breaker)
 
     def answerer(self) -> Answerer:
+        """The one answerer of these components (it keeps no state between questions)."""
+        if self._answerer is None:
+            self._answerer = self._build_answerer()
+        return self._answerer
+
+    def _build_answerer(self) -> Answerer:
         from citeline.answer.answerer import Answerer
         from citeline.answer.extractive import ExtractiveGenerator
 
@@ -187,6 +195,8 @@ class Components:
             self.verifier,
             settings,
             self.reranker,
+            # the context's budget in the embedder's tokens, not a guess from its characters
+            count_tokens=self.embedder.count_tokens,
             reader=self.reader,
             floor=floor,
         )
