@@ -136,6 +136,16 @@ class ConfigError(CitelineError):
     pass
 
 
+class ConvexWithExpansionError(ConfigError):
+    """Convex fusion weighs one BM25 list against one dense list; query expansion adds more lists."""
+
+    def __init__(self, where: str) -> None:
+        super().__init__(
+            f"fusion = convex cannot fuse the extra lists of query expansion ({where}): convex "
+            "fusion weighs one BM25 list against one dense list. Use fusion = rrf, or query_expansion = none."
+        )
+
+
 class GeneratorError(CitelineError):
     """The generator backend failed (server down, bad key, model file missing)."""
 

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from citeline.embedding.base import Embedder
+from citeline.errors import ConvexWithExpansionError
 from citeline.index.base import Store
 from citeline.models import Hit, StageScore
 from citeline.retrieval.breaker import CircuitBreaker
@@ -87,6 +88,10 @@ class HybridRetriever:
         expansion: Expansion | None = None,
     ) -> Retrieval:
         query = analyze(query)
+        if fusion == "convex" and (self.expander is not None or (expansion and not expansion.is_empty)):
+            raise ConvexWithExpansionError(
+                f"query_expansion = {self.expander.mode if self.expander else 'given'}"
+            )
         timings: dict[str, float] = {}
         if expansion is None and self.expander is not None:
             t = time.perf_counter()
