@@ -11,6 +11,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from citeline.jsonable import Jsonable, json_field
+
 BlockKind = Literal["paragraph", "table", "code", "list", "heading"]
 
 REFUSAL = "I could not find this in the available documents."
@@ -197,7 +199,7 @@ class Draft:
 
 
 @dataclass(frozen=True)
-class Citation:
+class Citation(Jsonable):
     """A numbered source that resolves to a place a user can open."""
 
     n: int
@@ -206,6 +208,11 @@ class Citation:
     title: str
     page: int | None
     page_end: int | None
+    #: the labels printed on ``page`` and ``page_end`` (a PDF's /PageLabels: "ix", "9"), when the
+    #: document has them (citeline.page_labels); ``page`` is always the page's place in the file.
+    #: Keyword-only: declared here for the JSON's key order, they are last in ``__init__``.
+    page_label: str | None = field(default=None, kw_only=True)
+    page_end_label: str | None = field(default=None, kw_only=True)
     heading: str
     start: int
     end: int
@@ -213,10 +220,6 @@ class Citation:
     chunk_id: str
     quote_start: int
     quote_end: int
-    #: the labels printed on ``page`` and ``page_end`` (a PDF's /PageLabels: "ix", "9"), when the
-    #: document has them (citeline.page_labels); ``page`` is always the page's place in the file
-    page_label: str | None = None
-    page_end_label: str | None = None
 
     @classmethod
     def of(cls, passage: Passage, n: int, quote: tuple[int, int] | None = None) -> Citation:
@@ -240,28 +243,9 @@ class Citation:
             quote_end=quote_end,
         )
 
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "n": self.n,
-            "document_id": self.document_id,
-            "source": self.source,
-            "title": self.title,
-            "page": self.page,
-            "page_end": self.page_end,
-            "page_label": self.page_label,
-            "page_end_label": self.page_end_label,
-            "heading": self.heading,
-            "start": self.start,
-            "end": self.end,
-            "quote": self.quote,
-            "chunk_id": self.chunk_id,
-            "quote_start": self.quote_start,
-            "quote_end": self.quote_end,
-        }
-
 
 @dataclass(frozen=True)
-class SentenceQuote:
+class SentenceQuote(Jsonable):
     """Where citation ``n`` supports one sentence: document offsets of the supporting unit. Two
     sentences citing the same passage each have their own (``Citation.quote_start`` is the best
     over the whole answer)."""
@@ -270,33 +254,20 @@ class SentenceQuote:
     quote_start: int
     quote_end: int
 
-    def to_json(self) -> dict[str, Any]:
-        return {"n": self.n, "quote_start": self.quote_start, "quote_end": self.quote_end}
-
 
 @dataclass(frozen=True)
-class AnswerSentence:
+class AnswerSentence(Jsonable):
     text: str
     citations: tuple[int, ...]
     supported: bool
     removed: bool
-    support_score: float = 0.0
+    support_score: float = json_field(default=0.0, digits=4)
     #: one per citation, in the same order: the span of that passage supporting this sentence
     quotes: tuple[SentenceQuote, ...] = ()
 
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "text": self.text,
-            "citations": list(self.citations),
-            "supported": self.supported,
-            "removed": self.removed,
-            "support_score": round(self.support_score, 4),
-            "quotes": [q.to_json() for q in self.quotes],
-        }
-
 
 @dataclass(frozen=True)
-class Answer:
+class Answer(Jsonable):
     question: str
     answer: str
     refused: bool
@@ -305,32 +276,13 @@ class Answer:
     dropped_citations: tuple[int, ...] = ()
     generator: str = "extractive"
     trace_id: str | None = None
-    timings_ms: dict[str, float] = field(default_factory=dict)
-    relevance: float = 0.0
+    timings_ms: dict[str, float] = json_field(default_factory=dict, digits=2)
+    relevance: float = json_field(default=0.0, digits=4)
     refusal_reason: str | None = None
-    confidence: float | None = None
+    confidence: float | None = json_field(default=None, digits=4)
     #: the trained reader's best score over the context (None without a reader)
-    reader_score: float | None = None
+    reader_score: float | None = json_field(default=None, digits=4)
     #: why retrieval was keyword-only for this answer (dense side failed or too slow), else None
     degraded: str | None = None
     #: what the question asks for: {"attribute", "kind", "subject"} (retrieval/slot.py)
     slot: Mapping[str, Any] | None = None
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "question": self.question,
-            "answer": self.answer,
-            "refused": self.refused,
-            "citations": [c.to_json() for c in self.citations],
-            "sentences": [s.to_json() for s in self.sentences],
-            "dropped_citations": list(self.dropped_citations),
-            "generator": self.generator,
-            "trace_id": self.trace_id,
-            "timings_ms": {k: round(v, 2) for k, v in self.timings_ms.items()},
-            "relevance": round(self.relevance, 4),
-            "refusal_reason": self.refusal_reason,
-            "confidence": None if self.confidence is None else round(self.confidence, 4),
-            "reader_score": None if self.reader_score is None else round(self.reader_score, 4),
-            "degraded": self.degraded,
-            "slot": None if self.slot is None else dict(self.slot),
-        }

@@ -14,6 +14,7 @@ import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
+from citeline.jsonable import Jsonable, json_field, omit_false
 from citeline.models import Hit
 from citeline.retrieval.bm25 import is_identifier
 from citeline.retrieval.query import Query, years_in
@@ -36,26 +37,14 @@ TYPO_SIMILARITY = 0.85
 
 
 @dataclass(frozen=True)
-class Relevance:
-    score: float
-    dense_best: float
-    coverage: float
+class Relevance(Jsonable):
+    score: float = json_field(digits=4)
+    dense_best: float = json_field(digits=4)
+    coverage: float = json_field(digits=4)
     missing_identifiers: tuple[str, ...]
     missing_terms: tuple[str, ...] = ()
     #: the dense side did not answer (circuit breaker): the score is the keyword coverage alone
-    keyword_only: bool = False
-
-    def to_json(self) -> dict[str, object]:
-        out: dict[str, object] = {
-            "score": round(self.score, 4),
-            "dense_best": round(self.dense_best, 4),
-            "coverage": round(self.coverage, 4),
-            "missing_identifiers": list(self.missing_identifiers),
-            "missing_terms": list(self.missing_terms),
-        }
-        if self.keyword_only:
-            out["keyword_only"] = True
-        return out
+    keyword_only: bool = json_field(default=False, omit=omit_false)
 
 
 def _stem(term: str) -> str:

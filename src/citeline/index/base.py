@@ -30,6 +30,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 import numpy as np
 import numpy.typing as npt
 
+from citeline.jsonable import Jsonable
 from citeline.models import Chunk, Document
 from citeline.retrieval.filters import Filter
 from citeline.trace import Trace, TraceSummary
@@ -152,7 +153,7 @@ class StoredFile:
 
 
 @dataclass(frozen=True)
-class Problem:
+class Problem(Jsonable):
     """One inconsistency found by ``Store.check``.
 
     ``kind``: ``integrity`` (the database itself), ``keyword-index`` / ``vector-index`` (a derived
@@ -165,9 +166,6 @@ class Problem:
     kind: str
     detail: str
     repaired: bool = False
-
-    def to_json(self) -> dict[str, Any]:
-        return {"kind": self.kind, "detail": self.detail, "repaired": self.repaired}
 
 
 class Store(Protocol):

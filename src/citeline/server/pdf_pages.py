@@ -16,22 +16,20 @@ from dataclasses import dataclass
 
 from citeline.errors import CitelineError
 from citeline.ingest.pdf_positions import PDFIUM_LOCK, WordPosition, parse_with_positions
+from citeline.jsonable import Jsonable, json_field
 
 MAX_SCALE = 3.0
 _CACHE_SIZE = 8
 
 
 @dataclass(frozen=True)
-class Box:
+class Box(Jsonable):
     """A rectangle on a page: fractions of its width/height from the top-left corner."""
 
-    x: float
-    y: float
-    w: float
-    h: float
-
-    def to_json(self) -> dict[str, float]:
-        return {"x": round(self.x, 5), "y": round(self.y, 5), "w": round(self.w, 5), "h": round(self.h, 5)}
+    x: float = json_field(digits=5)
+    y: float = json_field(digits=5)
+    w: float = json_field(digits=5)
+    h: float = json_field(digits=5)
 
 
 class PositionCache:
