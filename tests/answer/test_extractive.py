@@ -240,6 +240,7 @@ def test_blend_adds_the_readers_best_score_of_what_quotes_a_unit(
     question = "Which time unit is assumed without a suffix?"
     scored = blend.score_units(question, passages)
     blended = {s.unit.text: s for s in blend.blend(question, passages, scored)}
+    assert scored and set(blended) == {s.unit.text for s in scored}
     for s in scored:
         assert blended[s.unit.text].score == pytest.approx(s.score + READER_WEIGHT * gains[s.unit.text])
     # the floor is checked on the unblended scores, as it was chosen on them: refusals do not move

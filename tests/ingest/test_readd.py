@@ -293,7 +293,9 @@ def test_tags_and_acl_change_without_reading(hkb: KnowledgeBase, tmp_path: Path,
     reads.clear()
     report = _add(hkb, docs, tags={"team": "ops"}, acl=["group:ops"])
     assert len(report.unchanged) == 2 and reads == []
-    for d in hkb.store.documents(Filter.admin()):
+    documents = hkb.store.documents(Filter.admin())
+    assert len(documents) == 2
+    for d in documents:
         assert d.tags == {"team": "ops"} and d.acl == ("group:ops",)
 
 
