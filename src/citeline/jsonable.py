@@ -91,7 +91,7 @@ class Jsonable:
 
     @classmethod
     def from_json(cls: type[_T], data: Mapping[str, Any]) -> _T:
-        hints = _hints(cls)
+        hints = _hints(typing.cast(type, cls))
         values: dict[str, Any] = {}
         for f in fields(typing.cast(Any, cls)):
             spec: JsonSpec = f.metadata.get("json", _PLAIN)
