@@ -35,7 +35,7 @@ from citeline.eval.retrieval import (
     load_dataset,
     open_eval_index,
 )
-from citeline.retrieval.filters import Filter
+from citeline.filters import Filter
 from citeline.retrieval.fusion import convex_combination, reciprocal_rank_fusion
 
 SHARED = Path(__file__).resolve().parents[1].parent / "shared" / "datasets"

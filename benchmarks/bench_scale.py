@@ -49,9 +49,9 @@ import bench_pg
 
 import citeline
 from citeline.eval.metrics import percentile
+from citeline.filters import Filter, Principal
 from citeline.index.sqlite import text_hash
-from citeline.retrieval.filters import Filter, Principal
-from citeline.retrieval.query import analyze
+from citeline.query.analysis import analyze
 from citeline.settings import cache_root
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -30,7 +30,7 @@ from citeline.embedding.base import Embedder
 from citeline.eval.beir import fixed_slice, load_beir
 from citeline.eval.metrics import ndcg_at_k
 from citeline.eval.retrieval import evaluate_retrieval
-from citeline.retrieval.filters import Filter
+from citeline.filters import Filter
 
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "benchmarks" / "results"

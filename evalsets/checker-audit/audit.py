@@ -57,7 +57,7 @@ import tempfile
 from pathlib import Path
 
 import citeline
-from citeline.retrieval.filters import Principal
+from citeline.filters import Principal
 
 
 def _questions(args: argparse.Namespace) -> tuple[list[dict[str, object]], Path | None]:

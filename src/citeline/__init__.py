@@ -15,9 +15,9 @@ from typing import TYPE_CHECKING, Any
 from citeline.errors import CitelineError
 
 if TYPE_CHECKING:
+    from citeline.filters import Filter, Principal
     from citeline.kb import KnowledgeBase, open_kb
     from citeline.models import REFUSAL, Answer, Chunk, Citation, Document, Hit
-    from citeline.retrieval.filters import Filter, Principal
     from citeline.settings import Settings, load_settings
 
     open = open_kb
@@ -36,8 +36,8 @@ _LAZY = {
     "Citation": "citeline.models",
     "Document": "citeline.models",
     "Hit": "citeline.models",
-    "Filter": "citeline.retrieval.filters",
-    "Principal": "citeline.retrieval.filters",
+    "Filter": "citeline.filters",
+    "Principal": "citeline.filters",
     "Settings": "citeline.settings",
     "load_settings": "citeline.settings",
 }

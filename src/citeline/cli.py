@@ -48,8 +48,8 @@ from citeline.errors import (
     CitelineError,
     UsageError,
 )
+from citeline.filters import Filter, Principal
 from citeline.models import DEFAULT_COLLECTION, Answer, Hit
-from citeline.retrieval.filters import Filter, Principal
 from citeline.settings import debug_enabled
 
 if TYPE_CHECKING:

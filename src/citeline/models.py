@@ -273,7 +273,7 @@ class Answer:
     reader_score: float | None = None
     #: why retrieval was keyword-only for this answer (dense side failed or too slow), else None
     degraded: str | None = None
-    #: what the question asks for: {"attribute", "kind", "subject"} (retrieval/slot.py)
+    #: what the question asks for: {"attribute", "kind", "subject"} (query/slot.py)
     slot: Mapping[str, Any] | None = None
 
     def to_json(self) -> dict[str, Any]:

@@ -22,8 +22,8 @@ from typing import TYPE_CHECKING, Any, Protocol, cast
 from citeline.errors import ConfigError, MissingExtraError, UnknownBackendError
 
 if TYPE_CHECKING:
-    from citeline.answer.chat import ChatModel
     from citeline.answer.reader import Reader
+    from citeline.chat import ChatModel
     from citeline.embedding.base import Embedder
     from citeline.index.base import Store
     from citeline.settings import Settings

@@ -12,7 +12,7 @@ from citeline.answer.reader import Reader, Reading, candidates
 from citeline.answer.reader import Scored as ReaderScored
 from citeline.embedding import make_embedder
 from citeline.models import Passage
-from citeline.retrieval.query import analyze, mentions_years
+from citeline.query.analysis import analyze, mentions_years
 
 from ._passages import make_passages
 

@@ -14,8 +14,8 @@ from click.testing import CliRunner
 
 from citeline.cli import main
 from citeline.components import open_store
+from citeline.filters import Filter
 from citeline.kb import KnowledgeBase
-from citeline.retrieval.filters import Filter
 from citeline.settings import load_settings
 from conftest import ADMIN, QUESTIONS
 

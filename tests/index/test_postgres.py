@@ -17,8 +17,8 @@ from click.testing import CliRunner
 from citeline.cli import main
 from citeline.components import open_store
 from citeline.errors import CitelineError, SchemaTooNewError
+from citeline.filters import Filter, Principal
 from citeline.index.postgres.schema import DISTRIBUTION, REFERENCE_TABLES, SCHEMA_VERSION
-from citeline.retrieval.filters import Filter, Principal
 from conftest import ADMIN, OpenIndex
 
 ALICE_LIKE = Principal(user="alice", groups=("eng",))

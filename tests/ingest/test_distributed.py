@@ -27,9 +27,9 @@ from click.testing import CliRunner
 import citeline
 from citeline.cli import main
 from citeline.errors import WorkersUnavailableError
+from citeline.filters import Filter
 from citeline.index.sqlite import text_hash
 from citeline.kb import KnowledgeBase
-from citeline.retrieval.filters import Filter
 from conftest import ROOT, SAMPLES, unavailable
 
 

@@ -14,9 +14,9 @@ import pytest
 
 import citeline
 import citeline.ingest.pipeline as pipeline
+from citeline.filters import Filter
 from citeline.kb import KnowledgeBase
 from citeline.models import Document
-from citeline.retrieval.filters import Filter
 
 OLD = time.time() - 3600  # a modification time well before indexing
 

@@ -19,8 +19,8 @@ import time
 from pathlib import Path
 
 from citeline.components import open_store
+from citeline.filters import Filter
 from citeline.index.sqlite import DB_NAME
-from citeline.retrieval.filters import Filter
 from citeline.settings import Settings
 
 from .engine_worker import DIM, vector

@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from citeline.answer.answer_type import can_answer
 from citeline.answer.units import binding_contexts, chunk_units, never_an_answer
 from citeline.models import Chunk, Hit, Passage
-from citeline.retrieval.slot import Slot
+from citeline.query.slot import Slot
 
 _I = re.IGNORECASE
 # Questions for a value whose context is widened when no chunk of it states one, and by how many

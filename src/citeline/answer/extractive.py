@@ -29,8 +29,8 @@ from citeline.embedding.base import Embedder
 from citeline.embedding.memo import remembered
 from citeline.errors import ConfigError
 from citeline.models import Draft, DraftSentence, Passage
+from citeline.query.analysis import Query, analyze, mentions_years
 from citeline.retrieval.hybrid import exact_codes, mentions
-from citeline.retrieval.query import Query, analyze, mentions_years
 
 if TYPE_CHECKING:
     from citeline.answer.reader import Reader
@@ -49,7 +49,7 @@ READER_LEAD = 0.9
 # +2 (3 better, 1 worse) / +6 (none worse), 0.3 +3 / +2 (5 better, 3 worse), 0.4 +3 / +2 (6
 # better, 4 worse). Through the pipeline 0.2 gave +2 / +4, none worse on ConditionalQA.
 READER_WEIGHT = 0.2
-# The questions whose answer-bearing units lead the answer (retrieval/slot.py)
+# The questions whose answer-bearing units lead the answer (query/slot.py)
 LEADING_ATTRIBUTES = frozenset({"default", "maximum", "minimum", "version", "quantity", "which"})
 
 

@@ -28,7 +28,7 @@ from citeline.answer.citations import (
     strip_citations,
 )
 from citeline.models import REFUSAL, Draft, DraftSentence, Passage
-from citeline.retrieval.query import Query
+from citeline.query.analysis import Query
 
 #: the JSON schema's name where an API asks for one
 SCHEMA_NAME = "cited_answer"

@@ -33,7 +33,7 @@ from citeline.answer.units import (
 )
 from citeline.errors import ConfigError
 from citeline.models import Hit, Passage
-from citeline.retrieval.query import Query, analyze
+from citeline.query.analysis import Query, analyze
 
 if TYPE_CHECKING:
     from citeline.embedding.base import Embedder

@@ -52,7 +52,7 @@ def usable_cpus() -> int:
 #: 0.05 s), and each token run unoptimised costs ~0.45 ms more (64 tokens: 64 ms against 36 ms):
 #: a one-shot `citeline search` (one short query) starts fast, ingestion and a server optimise
 #: once the work pays for it (benchmarks/results/bench_scale.md, start-up). Once one process has
-#: optimised a model, the others load its saved graph (embedding/optimized.py) and start optimised.
+#: optimised a model, the others load its saved graph (inference/optimized.py) and start optimised.
 OPTIMIZE_AFTER_TOKENS = 512
 
 
@@ -86,7 +86,7 @@ class CpuSession:
         self._lock = threading.Lock()
         self._tokens, self._optimize_after = 0, optimize_after
         self.optimized = optimize_after <= 0
-        self.from_saved = False  # loaded from a graph saved in the cache (embedding/optimized.py)
+        self.from_saved = False  # loaded from a graph saved in the cache (inference/optimized.py)
         self._session: Any = None
         self._failure: BaseException | None = None
         self._builder: threading.Thread | None = None
@@ -113,11 +113,11 @@ class CpuSession:
 
     def _create(self, *, optimize: bool) -> Any:
         """A session of the model, from the optimised graph an earlier process saved in the cache
-        (embedding/optimized.py) when there is one. A quick session (``optimize`` false: a one-shot
+        (inference/optimized.py) when there is one. A quick session (``optimize`` false: a one-shot
         query) loads that graph without prepacking its weights for the matrix kernels (0.02 s of
         CPU instead of 0.085; a query runs ~0.015 s slower), and is loaded again prepacked once
         OPTIMIZE_AFTER_TOKENS have run. Either way it is faster than the unoptimised graph."""
-        from citeline.embedding import optimized
+        from citeline.inference import optimized
 
         folder = optimized.entry(self._path)
         graph = optimized.saved(folder)
@@ -144,7 +144,7 @@ class CpuSession:
     def _load(self, path: Path, *, optimize: bool, prepack: bool = True, save_to: Path | None = None) -> Any:
         import onnxruntime as ort
 
-        from citeline.embedding import optimized
+        from citeline.inference import optimized
 
         opts = ort.SessionOptions()
         opts.intra_op_num_threads = self._threads or usable_cpus()

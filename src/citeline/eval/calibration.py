@@ -20,8 +20,8 @@ from pathlib import Path
 from typing import Any
 
 from citeline.components import Components
+from citeline.filters import Filter
 from citeline.kb import KnowledgeBase
-from citeline.retrieval.filters import Filter
 
 THRESHOLDS = [round(0.30 + 0.02 * i, 3) for i in range(21)]
 # finer at the low end: a reader that pushes non-answers to near zero is best cut there

@@ -30,12 +30,12 @@ from typing import TYPE_CHECKING, Any, Protocol
 import numpy as np
 import numpy.typing as npt
 
+from citeline.filters import Filter
 from citeline.models import Chunk, Document
-from citeline.retrieval.filters import Filter
 from citeline.trace import Trace, TraceSummary
 
 if TYPE_CHECKING:
-    from citeline.retrieval.query import Query
+    from citeline.query.analysis import Query
     from citeline.settings import Settings
 
 Vector = npt.NDArray[np.float32]

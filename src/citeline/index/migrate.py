@@ -15,10 +15,10 @@ from contextlib import nullcontext
 from dataclasses import dataclass
 
 from citeline.errors import CitelineError
+from citeline.filters import Filter
 from citeline.index.base import DocumentWrite, Store
 from citeline.index.sql.rows import text_hash
 from citeline.models import Document
-from citeline.retrieval.filters import Filter
 
 Progress = Callable[[str, int], None]
 

@@ -36,6 +36,7 @@ from citeline.errors import (
     MissingExtraError,
     ReadOnlyIndexError,
 )
+from citeline.filters import Filter
 from citeline.index.base import DocumentWrite
 from citeline.index.sql.rows import text_hash
 from citeline.ingest.batches import account, not_indexed
@@ -55,7 +56,6 @@ from citeline.ingest.pipeline import (
 )
 from citeline.ingest.ray_connect import client_auth, connection_failed
 from citeline.ingest.readd import KnownFiles
-from citeline.retrieval.filters import Filter
 from citeline.settings import Settings
 
 _SPEC = re.compile(r"^(?:ray://[^\s/]+|local:\d+)$")

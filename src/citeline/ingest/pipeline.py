@@ -34,6 +34,7 @@ from citeline.errors import (
     ParseError,
     ReadOnlyIndexError,
 )
+from citeline.filters import Filter
 from citeline.index.base import Store, StoredFile
 from citeline.ingest.batches import FILE_ERRORS as FILE_ERRORS  # what a failed file is reported with
 from citeline.ingest.batches import EmbedBatch, failure_reason, fill_vectors, not_indexed, write_prepared
@@ -64,7 +65,6 @@ from citeline.ingest.registry import parser_for
 from citeline.ingest.report import STAGES as STAGES  # the stages timed in IngestReport.seconds
 from citeline.ingest.report import IngestReport as IngestReport  # what an add did
 from citeline.models import DEFAULT_COLLECTION, Chunk, Document, document_id_for
-from citeline.retrieval.filters import Filter
 from citeline.settings import Settings
 
 #: collections of documents uploaded through the server: never reconciled against a folder

@@ -6,7 +6,7 @@ from collections.abc import Sequence
 from typing import Protocol
 
 from citeline.models import Hit
-from citeline.retrieval.query import Query
+from citeline.query.analysis import Query
 
 
 class Reranker(Protocol):

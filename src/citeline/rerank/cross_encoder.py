@@ -25,7 +25,7 @@ import numpy.typing as npt
 from citeline.embedding.onnx import CpuSession
 from citeline.errors import ConfigError
 from citeline.models import Hit, StageScore
-from citeline.retrieval.query import Query, analyze
+from citeline.query.analysis import Query, analyze
 
 if TYPE_CHECKING:
     from citeline.registry import BuildContext

@@ -44,8 +44,8 @@ import numpy.typing as npt
 
 from citeline.errors import ConfigError
 from citeline.models import Hit, StageScore
-from citeline.retrieval.bm25 import is_identifier
-from citeline.retrieval.query import Query, analyze
+from citeline.query.analysis import Query, analyze
+from citeline.text.terms import is_identifier
 
 if TYPE_CHECKING:
     from citeline.registry import BuildContext

@@ -14,8 +14,8 @@ from pydantic import BaseModel, ConfigDict, Field
 from citeline.access import Caller
 from citeline.answer.streaming import ProgressEvent, SentenceEvent, SentenceStream
 from citeline.errors import CitelineError
+from citeline.filters import Filter
 from citeline.models import Answer, Hit
-from citeline.retrieval.filters import Filter
 from citeline.server.auth import current_caller, state_of
 
 router = APIRouter(prefix="/v1", tags=["answers"])

@@ -10,8 +10,8 @@ from fastapi.responses import JSONResponse, Response
 
 from citeline.access import Caller, PermissionDeniedError
 from citeline.errors import CitelineError, DocumentNotFoundError
+from citeline.filters import PUBLIC, Filter
 from citeline.models import Document
-from citeline.retrieval.filters import PUBLIC, Filter
 from citeline.server.auth import current_caller, state_of
 from citeline.server.pdf_pages import page_count, render_png, span_boxes
 from citeline.server.state import ServerState

@@ -6,7 +6,7 @@ from collections.abc import Iterator, Sequence
 from typing import Protocol
 
 from citeline.models import Draft, Passage
-from citeline.retrieval.query import Query
+from citeline.query.analysis import Query
 
 
 class Generator(Protocol):

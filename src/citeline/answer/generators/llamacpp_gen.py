@@ -25,12 +25,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from citeline.answer import prompt as contract
-from citeline.answer.chat import Message
 from citeline.answer.citations import StreamingCitationFilter
 from citeline.answer.generators import local_models
+from citeline.chat import Message
 from citeline.errors import GeneratorError, MissingExtraError
 from citeline.models import REFUSAL, Draft, Passage
-from citeline.retrieval.query import Query
+from citeline.query.analysis import Query
 from citeline.settings import Settings
 
 if TYPE_CHECKING:

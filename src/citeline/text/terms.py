@@ -6,7 +6,7 @@ import re
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from citeline.retrieval.query import Query
+    from citeline.query.analysis import Query
 
 # Identifiers such as LDG-4012, sync.batch_size or v2.1.0 are kept whole (matched as phrases).
 _TERM = re.compile(r"\w+(?:[-_./:]\w+)*", re.UNICODE)
