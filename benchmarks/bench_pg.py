@@ -41,8 +41,7 @@ from citeline.eval.metrics import percentile
 from citeline.filters import Filter
 from citeline.index.base import DocumentWrite, Store
 from citeline.index.postgres.local import LocalPostgres
-from citeline.index.sqlite import text_hash
-from citeline.models import Chunk, Document, document_id_for
+from citeline.models import Chunk, Document, document_id_for, text_hash
 from citeline.query.analysis import analyze
 from citeline.retrieval.fusion import reciprocal_rank_fusion
 

@@ -234,9 +234,9 @@ def tune(args: argparse.Namespace) -> dict[str, Any]:
 def model_features(args: argparse.Namespace) -> dict[str, Any]:
     """Candidates that need the encoder at query time, on the first --limit-queries queries only:
     late-interaction MaxSim over the embedder's token vectors, and the best sentence's cosine."""
-    from citeline.chunking import sentence_spans
     from citeline.eval.metrics import ndcg_at_k
     from citeline.rerank.learned import FEATURES
+    from citeline.text.sentences import sentence_spans
 
     dataset = limit_queries(load_dataset(args.beir, args.split), args.limit_queries)
     built = open_eval_index(dataset, args.beir)

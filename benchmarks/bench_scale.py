@@ -50,7 +50,7 @@ import bench_pg
 import citeline
 from citeline.eval.metrics import percentile
 from citeline.filters import Filter, Principal
-from citeline.index.sqlite import text_hash
+from citeline.models import text_hash
 from citeline.query.analysis import analyze
 from citeline.settings import cache_root
 

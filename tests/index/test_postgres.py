@@ -72,8 +72,7 @@ def test_schema_is_versioned_and_a_newer_one_is_refused(pg_url: str) -> None:
 
 def test_hnsw_serves_wide_searches_and_narrow_filters_stay_exact(pg_url: str, tmp_path: Path) -> None:
     from citeline.index.base import DocumentWrite
-    from citeline.index.sqlite import text_hash
-    from citeline.models import Chunk, Document, document_id_for
+    from citeline.models import Chunk, Document, document_id_for, text_hash
 
     store = open_store(pg_url)
     dim, rng = 16, np.random.default_rng(3)

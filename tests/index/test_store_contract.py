@@ -18,8 +18,7 @@ from citeline.components import open_store
 from citeline.errors import EmbedderMismatchError
 from citeline.filters import PUBLIC, Filter, Principal
 from citeline.index.base import ApiKey, Store
-from citeline.index.sqlite import text_hash
-from citeline.models import Chunk, Document, document_id_for
+from citeline.models import Chunk, Document, document_id_for, text_hash
 from citeline.settings import Settings
 from citeline.trace import Candidates, Check, Trace, TracedHit
 

@@ -16,8 +16,8 @@ import citeline.ingest.batches as batches
 from citeline.embedding.hashing import HashingEmbedder
 from citeline.errors import IndexBusyError
 from citeline.filters import Filter
-from citeline.index.sqlite import text_hash
 from citeline.kb import KnowledgeBase
+from citeline.models import text_hash
 
 
 def _docs(folder: Path, n: int, sections: int = 2) -> list[Path]:

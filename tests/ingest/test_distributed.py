@@ -28,8 +28,8 @@ import citeline
 from citeline.cli import main
 from citeline.errors import WorkersUnavailableError
 from citeline.filters import Filter
-from citeline.index.sqlite import text_hash
 from citeline.kb import KnowledgeBase
+from citeline.models import text_hash
 from conftest import ROOT, SAMPLES, unavailable
 
 

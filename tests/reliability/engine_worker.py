@@ -14,8 +14,7 @@ import numpy as np
 from citeline.components import open_store
 from citeline.filters import Filter
 from citeline.index.base import DocumentWrite
-from citeline.index.sqlite import text_hash
-from citeline.models import Chunk, Document, document_id_for
+from citeline.models import Chunk, Document, document_id_for, text_hash
 from citeline.settings import Settings
 
 DIM = 16

@@ -15,8 +15,8 @@ import numpy as np
 import pytest
 
 from citeline.filters import Filter, Principal
-from citeline.index.sqlite import text_hash
 from citeline.kb import KnowledgeBase
+from citeline.models import text_hash
 from conftest import ADMIN, OpenIndex
 
 ALICE = Principal(user="alice", groups=("engineering",))

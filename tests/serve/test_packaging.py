@@ -14,8 +14,7 @@ from pathlib import Path
 
 import citeline
 from citeline.access import create_key
-from citeline.ingest.pdf_positions import parse_with_positions
-from citeline.server.pdf_pages import render_png, span_boxes
+from citeline.server.pdf_pages import parse_with_positions, render_png, span_boxes
 
 from .conftest import ROOT, manual_pdf
 

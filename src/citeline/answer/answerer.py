@@ -29,8 +29,17 @@ from citeline.answer.verify import Cited, Support, Verifier
 from citeline.errors import InvalidQuestionError
 from citeline.filters import Filter
 from citeline.index.base import Store
-from citeline.index.sql.rows import text_hash
-from citeline.models import REFUSAL, Answer, AnswerSentence, Citation, Draft, Hit, Passage, SentenceQuote
+from citeline.models import (
+    REFUSAL,
+    Answer,
+    AnswerSentence,
+    Citation,
+    Draft,
+    Hit,
+    Passage,
+    SentenceQuote,
+    text_hash,
+)
 from citeline.query.analysis import Query, analyze
 from citeline.rerank.base import Reranker
 from citeline.retrieval.diversity import mmr

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, cast
 
 import numpy as np
 
@@ -34,7 +34,7 @@ from citeline.retrieval.hybrid import exact_codes, mentions
 
 if TYPE_CHECKING:
     from citeline.answer.reader import Reader
-    from citeline.registry import BuildContext
+    from citeline.build_context import BuildContext
 
 SIMILARITY_WEIGHT = 0.55
 OVERLAP_WEIGHT = 0.45
@@ -333,10 +333,14 @@ def extractive_factory(context: BuildContext | None, argument: str | None) -> Ex
     if context is None:
         raise ConfigError("The extractive generator needs the index's embedder (build it from settings).")
     s = context.settings
+    # the context's reader is answer/reader.py:Reader (build_context.py names it from below)
+    reader = (
+        cast("Reader | None", context.reader) if s.extractive_picks in ("blend", "reader", "both") else None
+    )
     return ExtractiveGenerator(
         context.embedder,
         max_sentences=s.max_answer_sentences,
         min_score=s.min_answer_score,
-        reader=context.reader if s.extractive_picks in ("blend", "reader", "both") else None,
+        reader=reader,
         picks=s.extractive_picks,
     )

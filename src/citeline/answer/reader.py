@@ -36,8 +36,8 @@ from citeline.models import Hit, Passage
 from citeline.query.analysis import Query, analyze
 
 if TYPE_CHECKING:
+    from citeline.build_context import BuildContext
     from citeline.embedding.base import Embedder
-    from citeline.registry import BuildContext
 
 PACKAGED = Path(__file__).parent / "data" / "cross-encoder"
 _READ_MEMO = 2048  # (question, unit) scores kept: a few questions' worth of reranked passages

@@ -26,7 +26,7 @@ from citeline.errors import ConfigError
 from citeline.text.terms import query_terms
 
 if TYPE_CHECKING:
-    from citeline.registry import BuildContext
+    from citeline.build_context import BuildContext
 
 _NUMBER = re.compile(r"\d+(?:[.,]\d+)*")
 

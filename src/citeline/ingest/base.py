@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Protocol
 from citeline.models import ParsedDocument
 
 if TYPE_CHECKING:
-    from citeline.registry import BuildContext
+    from citeline.build_context import BuildContext
 
 
 class Parser(Protocol):

@@ -38,8 +38,7 @@ from citeline.errors import (
 )
 from citeline.filters import Filter
 from citeline.index.base import DocumentWrite
-from citeline.index.sql.rows import text_hash
-from citeline.ingest.batches import account, not_indexed
+from citeline.ingest.batches import Prepared, account, not_indexed
 from citeline.ingest.embed import embed_checked
 from citeline.ingest.files import FolderWalk, Sources, iter_files
 from citeline.ingest.pipeline import (
@@ -47,7 +46,6 @@ from citeline.ingest.pipeline import (
     FileJob,
     Ingestor,
     IngestReport,
-    Prepared,
     Progress,
     finish_store,
     make_chunker,
@@ -56,6 +54,7 @@ from citeline.ingest.pipeline import (
 )
 from citeline.ingest.ray_connect import client_auth, connection_failed
 from citeline.ingest.readd import KnownFiles
+from citeline.models import text_hash
 from citeline.settings import Settings
 
 _SPEC = re.compile(r"^(?:ray://[^\s/]+|local:\d+)$")

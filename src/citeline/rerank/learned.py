@@ -48,7 +48,7 @@ from citeline.query.analysis import Query, analyze
 from citeline.text.terms import is_identifier
 
 if TYPE_CHECKING:
-    from citeline.registry import BuildContext
+    from citeline.build_context import BuildContext
 
 FEATURES: tuple[str, ...] = ("rrf", "doc_rrf", "bm25", "dense", "coverage", "title", "exact", "maxsim")
 

@@ -18,7 +18,7 @@ from citeline.models import Hit, StageScore
 from citeline.query.analysis import Query, analyze
 
 if TYPE_CHECKING:
-    from citeline.registry import BuildContext
+    from citeline.build_context import BuildContext
 
 _NUMBER = re.compile(r"\d+")
 

@@ -34,7 +34,7 @@ from citeline.query.analysis import Query
 from citeline.settings import Settings
 
 if TYPE_CHECKING:
-    from citeline.registry import BuildContext
+    from citeline.build_context import BuildContext
 
 
 def _import_xllamacpp() -> Any:

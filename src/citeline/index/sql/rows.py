@@ -8,7 +8,6 @@ values from PostgreSQL's ``json`` type; the readers here take either.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import time
 from collections.abc import Mapping, Sequence
@@ -20,11 +19,6 @@ from citeline.models import Chunk, Document
 from citeline.trace import Trace, TraceSummary
 
 Row = Sequence[Any]
-
-
-def text_hash(index_text: str) -> str:
-    """The key of a chunk's vector: the hash of the text it was embedded from."""
-    return hashlib.sha256(index_text.encode("utf-8")).hexdigest()
 
 
 def _json(value: Any) -> Any:
