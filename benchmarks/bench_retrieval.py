@@ -27,7 +27,7 @@ from typing import Any
 import numpy as np
 
 from citeline.eval.metrics import evaluate, ndcg_at_k
-from citeline.eval.retrieval import (
+from citeline.eval.retrieval_run import (
     DEFAULT_DEPTH,
     documents_by_best_chunk,
     evaluate_retrieval,

@@ -66,7 +66,7 @@ WARMUP = 3
 
 def stage(args: argparse.Namespace, work: Path) -> dict[str, Any]:
     from citeline.eval.beir import fixed_slice, load_beir
-    from citeline.eval.retrieval import _staged_markdown
+    from citeline.eval.retrieval_run import _staged_markdown
 
     full = load_beir(args.dataset, "test")
     judged_only = fixed_slice(full, n_queries=args.queries, n_distractors=0)

@@ -92,7 +92,7 @@ def citeline_scale(work: Path) -> tuple[Any, Any]:
 
     from citeline.index.base import DocumentWrite
     from citeline.kb import open_kb
-    from citeline.models import Chunk, Document, document_id_for
+    from citeline.types import Chunk, Document, document_id_for
 
     rows, vecs = load_rows(work)
     folder = work / "citeline-scale-index"

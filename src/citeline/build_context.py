@@ -1,7 +1,7 @@
 """What a backend factory may ask for: the settings and the components it depends on.
 
 Every factory has the shape ``factory(context, argument) -> backend`` (registry.py); the context
-builds each component on first use (components.py:Components), or hands over ready-made parts
+builds each component on first use (wiring.py:Components), or hands over ready-made parts
 (StaticContext). This module sits above the contracts it names, below every backend.
 """
 

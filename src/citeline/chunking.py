@@ -44,7 +44,6 @@ from typing import Literal, cast
 
 import numpy as np
 
-from citeline.models import Block, BlockKind, Chunk, ParsedDocument
 from citeline.settings import UNSTRUCTURED_MODES, Settings
 from citeline.text.sentences import sentence_spans
 from citeline.topic_cuts import (
@@ -53,6 +52,7 @@ from citeline.topic_cuts import (
     sentence_head,
     vector_gap_similarities,
 )
+from citeline.types import Block, BlockKind, Chunk, ParsedDocument
 
 TokenCounter = Callable[[Sequence[str]], list[int]]
 EmbedFn = Callable[[Sequence[str]], "np.ndarray"]

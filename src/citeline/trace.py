@@ -12,7 +12,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, fields, replace
 from typing import Any, TypeVar, cast
 
-from citeline.models import Hit
+from citeline.types import Hit
 
 _T = TypeVar("_T")
 

@@ -23,9 +23,9 @@ from citeline.answer.generators import local_models
 from citeline.answer.prompt import render_draft
 from citeline.build_context import StaticContext
 from citeline.errors import ConfigError, GeneratorError, MissingExtraError, UnknownBackendError
-from citeline.models import REFUSAL
 from citeline.registry import registry
 from citeline.settings import Settings
+from citeline.types import REFUSAL
 
 from ._passages import ROUTER_FACTS, make_passages
 

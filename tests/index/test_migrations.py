@@ -13,7 +13,7 @@ import citeline
 from citeline.filters import Filter
 from citeline.index.sqlite import DB_NAME
 from citeline.index.sqlite.schema import SCHEMA_VERSION, _migrate_one
-from citeline.models import document_id_for, text_hash
+from citeline.types import document_id_for, text_hash
 from conftest import ADMIN
 
 

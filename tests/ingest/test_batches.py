@@ -17,7 +17,7 @@ from citeline.embedding.hashing import HashingEmbedder
 from citeline.errors import IndexBusyError
 from citeline.filters import Filter
 from citeline.kb import KnowledgeBase
-from citeline.models import text_hash
+from citeline.types import text_hash
 
 
 def _docs(folder: Path, n: int, sections: int = 2) -> list[Path]:

@@ -46,8 +46,8 @@ from citeline.ingest.markdown import MarkdownParser
 from citeline.ingest.pdf import PdfParser
 from citeline.ingest.text import TextParser
 from citeline.kb import KnowledgeBase
-from citeline.models import REFUSAL, Draft, DraftSentence, ParsedDocument, Passage
 from citeline.settings import SETTINGS_FILE, load_settings, setting_fields
+from citeline.types import REFUSAL, Draft, DraftSentence, ParsedDocument, Passage
 
 from .util import report_figures, size
 

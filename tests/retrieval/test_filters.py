@@ -16,7 +16,7 @@ import pytest
 
 from citeline.filters import Filter, Principal
 from citeline.kb import KnowledgeBase
-from citeline.models import text_hash
+from citeline.types import text_hash
 from conftest import ADMIN, OpenIndex
 
 ALICE = Principal(user="alice", groups=("engineering",))

@@ -29,7 +29,13 @@ from citeline.answer.verify import Cited, Support, Verifier
 from citeline.errors import InvalidQuestionError
 from citeline.filters import Filter
 from citeline.index.base import Store
-from citeline.models import (
+from citeline.query.analysis import Query, analyze
+from citeline.rerank.base import Reranker
+from citeline.retrieval.diversity import mmr
+from citeline.retrieval.hybrid import HybridRetriever, Retrieval
+from citeline.settings import Settings
+from citeline.trace import Candidates, Check, Trace, TracedHit
+from citeline.types import (
     REFUSAL,
     Answer,
     AnswerSentence,
@@ -40,12 +46,6 @@ from citeline.models import (
     SentenceQuote,
     text_hash,
 )
-from citeline.query.analysis import Query, analyze
-from citeline.rerank.base import Reranker
-from citeline.retrieval.diversity import mmr
-from citeline.retrieval.hybrid import HybridRetriever, Retrieval
-from citeline.settings import Settings
-from citeline.trace import Candidates, Check, Trace, TracedHit
 
 #: called once per draft sentence right after its claim check, in answer order, with the sentence
 #: (passage numbers as in the context, before renumbering), the check's result and the passages

@@ -28,9 +28,9 @@ from citeline.answer.units import (
 from citeline.embedding.base import Embedder
 from citeline.embedding.memo import remembered
 from citeline.errors import ConfigError
-from citeline.models import Draft, DraftSentence, Passage
 from citeline.query.analysis import Query, analyze, mentions_years
 from citeline.retrieval.hybrid import exact_codes, mentions
+from citeline.types import Draft, DraftSentence, Passage
 
 if TYPE_CHECKING:
     from citeline.answer.reader import Reader

@@ -14,9 +14,9 @@ import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from citeline.models import Hit
 from citeline.query.analysis import Query, years_in
 from citeline.text.terms import is_identifier
+from citeline.types import Hit
 
 _WORD = re.compile(r"\w+(?:[-_./:]\w+)*")
 # "3.x", "2.4.*", "v5.x": a release series; any release of it in the text mentions it.

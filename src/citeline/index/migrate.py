@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from citeline.errors import CitelineError
 from citeline.filters import Filter
 from citeline.index.base import DocumentWrite, Store
-from citeline.models import Document, text_hash
+from citeline.types import Document, text_hash
 
 Progress = Callable[[str, int], None]
 

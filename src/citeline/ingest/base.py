@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
-from citeline.models import ParsedDocument
+from citeline.types import ParsedDocument
 
 if TYPE_CHECKING:
     from citeline.build_context import BuildContext

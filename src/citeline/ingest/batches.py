@@ -25,7 +25,7 @@ from citeline.embedding.base import Embedder
 from citeline.errors import CitelineError, IndexUnavailableError, NoTextError, ParseError
 from citeline.index.base import Store
 from citeline.ingest.embed import Progress, embed_batches
-from citeline.models import Chunk, Document, text_hash
+from citeline.types import Chunk, Document, text_hash
 
 if TYPE_CHECKING:
     from citeline.ingest.report import IngestReport

@@ -54,8 +54,8 @@ from citeline.ingest.pipeline import (
 )
 from citeline.ingest.ray_connect import client_auth, connection_failed
 from citeline.ingest.readd import KnownFiles
-from citeline.models import text_hash
 from citeline.settings import Settings
+from citeline.types import text_hash
 
 _SPEC = re.compile(r"^(?:ray://[^\s/]+|local:\d+)$")
 EMBED_BATCH = 64  # embed_batches' size: the same batches as a local run

@@ -71,8 +71,8 @@ from citeline.ingest.readd import (
 from citeline.ingest.registry import parser_for
 from citeline.ingest.report import STAGES as STAGES  # the stages timed in IngestReport.seconds
 from citeline.ingest.report import IngestReport as IngestReport  # what an add did
-from citeline.models import DEFAULT_COLLECTION, Document, document_id_for
 from citeline.settings import Settings
+from citeline.types import DEFAULT_COLLECTION, Document, document_id_for
 
 #: collections of documents uploaded through the server: never reconciled against a folder
 UPLOAD_COLLECTION_PREFIX = "uploads/"

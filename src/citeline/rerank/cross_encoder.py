@@ -24,8 +24,8 @@ import numpy.typing as npt
 
 from citeline.errors import ConfigError
 from citeline.inference.session import CpuSession
-from citeline.models import Hit, StageScore
 from citeline.query.analysis import Query, analyze
+from citeline.types import Hit, StageScore
 
 if TYPE_CHECKING:
     from citeline.build_context import BuildContext

@@ -43,9 +43,9 @@ import numpy as np
 import numpy.typing as npt
 
 from citeline.errors import ConfigError
-from citeline.models import Hit, StageScore
 from citeline.query.analysis import Query, analyze
 from citeline.text.terms import is_identifier
+from citeline.types import Hit, StageScore
 
 if TYPE_CHECKING:
     from citeline.build_context import BuildContext

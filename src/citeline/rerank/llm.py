@@ -14,8 +14,8 @@ from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from citeline.chat import ChatModel, user
-from citeline.models import Hit, StageScore
 from citeline.query.analysis import Query, analyze
+from citeline.types import Hit, StageScore
 
 if TYPE_CHECKING:
     from citeline.build_context import BuildContext

@@ -18,7 +18,7 @@ from pathlib import Path
 from citeline.errors import CitelineError
 from citeline.ingest.pdf import PdfParser
 from citeline.ingest.pdf_positions import PDFIUM_LOCK, WordPosition
-from citeline.models import ParsedDocument
+from citeline.types import ParsedDocument
 
 MAX_SCALE = 3.0
 _CACHE_SIZE = 8

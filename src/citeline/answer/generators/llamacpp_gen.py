@@ -29,9 +29,9 @@ from citeline.answer.citations import StreamingCitationFilter
 from citeline.answer.generators import local_models
 from citeline.chat import Message
 from citeline.errors import GeneratorError, MissingExtraError
-from citeline.models import REFUSAL, Draft, Passage
 from citeline.query.analysis import Query
 from citeline.settings import Settings
+from citeline.types import REFUSAL, Draft, Passage
 
 if TYPE_CHECKING:
     from citeline.build_context import BuildContext

@@ -16,7 +16,7 @@ from citeline.eval.answers.row import QuestionRow
 from citeline.eval.answers.scoring import Observation, Retrieved, score_question
 from citeline.eval.answers.summary import summarize
 from citeline.filters import Filter, Principal
-from citeline.models import Answer
+from citeline.types import Answer
 
 if TYPE_CHECKING:
     from citeline.answer.verify import Verifier

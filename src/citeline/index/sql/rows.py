@@ -15,8 +15,8 @@ from typing import Any
 
 from citeline.index.base import ApiKey
 from citeline.index.sql.dialect import Dialect
-from citeline.models import Chunk, Document
 from citeline.trace import Trace, TraceSummary
+from citeline.types import Chunk, Document
 
 Row = Sequence[Any]
 

@@ -22,7 +22,7 @@ from citeline.index.sql.dialect import Session, insert_sql
 from citeline.index.sql.filters import filter_sql
 from citeline.index.sql.records import SqlRecords
 from citeline.index.sql.writes import NewChunk, remove_documents, write_documents
-from citeline.models import Chunk, Document
+from citeline.types import Chunk, Document
 
 if TYPE_CHECKING:
     from citeline.index.sql.checks import Found

@@ -22,7 +22,7 @@ from citeline.errors import CitelineError
 from citeline.index.base import DocumentWrite, Vector
 from citeline.index.sql import rows
 from citeline.index.sql.dialect import Session, insert_sql
-from citeline.models import Chunk, Document, text_hash
+from citeline.types import Chunk, Document, text_hash
 
 
 @dataclass(frozen=True)
