@@ -12,7 +12,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, fields, replace
 from typing import Any, TypeVar, cast
 
-from citeline.models import Hit
+from citeline.types import Hit
 
 _T = TypeVar("_T")
 
@@ -143,7 +143,7 @@ class Trace:
     expansion: Mapping[str, Any] | None = None
     context: tuple[TracedHit, ...] = ()
     relevance: Mapping[str, Any] = field(default_factory=dict)
-    #: what the question asks for: attribute, answer kind and subject (retrieval/slot.py)
+    #: what the question asks for: attribute, answer kind and subject (query/slot.py)
     slot: Mapping[str, Any] = field(default_factory=dict)
     threshold: float = 0.0
     generator: str = ""

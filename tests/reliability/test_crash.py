@@ -22,8 +22,8 @@ import time
 from pathlib import Path
 
 import citeline
+from citeline.filters import Filter, Principal
 from citeline.index.sqlite import DB_NAME
-from citeline.retrieval.filters import Filter, Principal
 from conftest import OpenIndex
 
 from .util import (

@@ -9,7 +9,7 @@ from fastapi.responses import Response
 from pydantic import BaseModel, ConfigDict, Field
 
 from citeline.access import Caller, create_key, key_json, parse_expiry, revoke
-from citeline.retrieval.filters import Principal
+from citeline.filters import Principal
 from citeline.server.auth import current_caller, state_of
 from citeline.server.metrics import CONTENT_TYPE
 

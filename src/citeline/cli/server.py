@@ -13,7 +13,7 @@ from pathlib import Path
 import click
 
 from citeline.access import ROLES, authenticate, create_key, expiry_text, key_json, parse_expiry, revoke
-from citeline.cli_output import json_option, open_kb
+from citeline.cli.output import json_option, open_kb
 from citeline.errors import CitelineError, MissingExtraError
 
 
