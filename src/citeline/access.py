@@ -24,7 +24,7 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING
 
 from citeline.errors import AccessError, CitelineError
-from citeline.retrieval.filters import Principal
+from citeline.filters import Principal
 
 if TYPE_CHECKING:  # the store contract imports numpy: not needed to list the CLI's commands
     from citeline.index.base import ApiKey, Store

@@ -1,5 +1,5 @@
 """The Python API: ``kb = citeline.open(DIR)``; ``kb.add(paths)``; ``kb.search(q, principal)``;
-``kb.ask(q, principal)``. A thin facade: wiring lives in components.py, ingestion in ingest/,
+``kb.ask(q, principal)``. A thin facade: wiring lives in wiring.py, ingestion in ingest/,
 presentation in the CLI and the server.
 
 Access is explicit: every call that reads documents names who is asking, a ``Principal`` (or a
@@ -16,18 +16,18 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from citeline.answer.generators.base import Generator
-from citeline.components import Components, open_store
 from citeline.errors import AccessError, DocumentNotFoundError, InvalidQuestionError
+from citeline.filters import Filter, Principal
 from citeline.index.base import EmbedderInfo, Problem, Store
-from citeline.models import DEFAULT_COLLECTION, Answer, Document, Hit, utf8_name
 from citeline.page_labels import METADATA_KEY as PAGE_LABELS
 from citeline.page_labels import page_label
-from citeline.retrieval.filters import Filter, Principal
+from citeline.query.analysis import analyze
 from citeline.retrieval.hybrid import Retrieval
-from citeline.retrieval.query import analyze
 from citeline.settings import SETTINGS_FILE, Settings, index_location, is_url, load_settings
 from citeline.trace import Trace, TraceSummary
 from citeline.trace_access import visible_trace
+from citeline.types import DEFAULT_COLLECTION, Answer, Document, Hit, utf8_name
+from citeline.wiring import Components, open_store
 
 if TYPE_CHECKING:
     from citeline.access import ApiKeys

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from citeline.jsonable import Jsonable, json_field, omit_false, omit_none
-from citeline.models import Hit
+from citeline.types import Hit
 
 
 @dataclass(frozen=True)
@@ -101,7 +101,7 @@ class Trace(Jsonable):
     expansion: Mapping[str, Any] | None = None
     context: tuple[TracedHit, ...] = ()
     relevance: Mapping[str, Any] = field(default_factory=dict)
-    #: what the question asks for: attribute, answer kind and subject (retrieval/slot.py)
+    #: what the question asks for: attribute, answer kind and subject (query/slot.py)
     slot: Mapping[str, Any] = field(default_factory=dict)
     threshold: float = 0.0
     generator: str = ""

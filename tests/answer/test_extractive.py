@@ -11,8 +11,8 @@ from citeline.answer.extractive import READER_LEAD, READER_WEIGHT, ExtractiveGen
 from citeline.answer.reader import Reader, Reading, candidates
 from citeline.answer.reader import Scored as ReaderScored
 from citeline.embedding import make_embedder
-from citeline.models import Passage
-from citeline.retrieval.query import analyze, mentions_years
+from citeline.query.analysis import analyze, mentions_years
+from citeline.types import Passage
 
 from ._passages import make_passages
 

@@ -14,9 +14,9 @@ import pytest
 
 import citeline
 import citeline.ingest.pipeline as pipeline
+from citeline.filters import Filter
 from citeline.kb import KnowledgeBase
-from citeline.models import Document
-from citeline.retrieval.filters import Filter
+from citeline.types import Document
 
 OLD = time.time() - 3600  # a modification time well before indexing
 
@@ -325,7 +325,7 @@ def test_cli_rehash_reads_every_file(
 ) -> None:
     from click.testing import CliRunner
 
-    from citeline.cli import main
+    from citeline.cli.main import main
 
     docs = tmp_path / "docs"
     _docs(docs, 2)

@@ -22,9 +22,9 @@ import time
 from pathlib import Path
 
 import citeline
+from citeline.filters import Filter, Principal
 from citeline.index.sqlite import DB_NAME
-from citeline.models import REFUSAL
-from citeline.retrieval.filters import Filter, Principal
+from citeline.types import REFUSAL
 from conftest import OpenIndex
 
 from .util import (

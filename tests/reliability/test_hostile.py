@@ -39,15 +39,15 @@ from citeline.answer.prompt import build_messages, near_refusal, parse_free_text
 from citeline.chunking import Chunker, ChunkingOptions
 from citeline.embedding.hashing import HashingEmbedder
 from citeline.errors import ConfigError, ParseError
+from citeline.filters import Principal
 from citeline.ingest.docx import DocxParser
 from citeline.ingest.html import HtmlParser
 from citeline.ingest.markdown import MarkdownParser
 from citeline.ingest.pdf import PdfParser
 from citeline.ingest.text import TextParser
 from citeline.kb import KnowledgeBase
-from citeline.models import REFUSAL, Draft, DraftSentence, ParsedDocument, Passage
-from citeline.retrieval.filters import Principal
 from citeline.settings import SETTINGS_FILE, load_settings, setting_fields
+from citeline.types import REFUSAL, Draft, DraftSentence, ParsedDocument, Passage
 
 from .util import report_figures, size
 

@@ -14,9 +14,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from citeline.index.sqlite import text_hash
+from citeline.filters import Filter, Principal
 from citeline.kb import KnowledgeBase
-from citeline.retrieval.filters import Filter, Principal
+from citeline.types import text_hash
 from conftest import ADMIN, OpenIndex
 
 ALICE = Principal(user="alice", groups=("engineering",))

@@ -9,8 +9,8 @@ import pytest
 
 import citeline
 from citeline.errors import ConfigError, ConvexWithExpansionError
+from citeline.filters import Filter
 from citeline.kb import KnowledgeBase
-from citeline.retrieval.filters import Filter
 from citeline.retrieval.hybrid import HybridRetriever
 from citeline.retrieval.rewrite import Expansion, QueryExpander, is_vague, parse_rewrites
 from conftest import ADMIN

@@ -15,14 +15,14 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from citeline.jsonable import Jsonable, json_field, omit_false
-from citeline.models import Hit
-from citeline.retrieval.bm25 import is_identifier
-from citeline.retrieval.query import Query, years_in
+from citeline.query.analysis import Query, years_in
+from citeline.text.terms import is_identifier
+from citeline.types import Hit
 
 _WORD = re.compile(r"\w+(?:[-_./:]\w+)*")
 # "3.x", "2.4.*", "v5.x": a release series; any release of it in the text mentions it.
 _SERIES = re.compile(r"(v?\d+(?:\.\d+)*)\.[x*]", re.IGNORECASE)
-# A versioned name ("mysql 5.7", "chronicles 2", "election 2017"; retrieval/query.py: versioned_names)
+# A versioned name ("mysql 5.7", "chronicles 2", "election 2017"; query/analysis.py: versioned_names)
 _VERSIONED = re.compile(r"([a-z][\w-]*) (v?\d+(?:\.\d+)*)")
 
 DENSE_WEIGHT = 0.6

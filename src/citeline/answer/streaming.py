@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from citeline.answer.verify import Support
-from citeline.models import AnswerSentence, Citation, Passage, SentenceQuote
+from citeline.types import AnswerSentence, Citation, Passage, SentenceQuote
 
 
 @dataclass(frozen=True)

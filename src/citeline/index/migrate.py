@@ -15,10 +15,9 @@ from contextlib import nullcontext
 from dataclasses import dataclass
 
 from citeline.errors import CitelineError
+from citeline.filters import Filter
 from citeline.index.base import DocumentWrite, Store
-from citeline.index.sql.rows import text_hash
-from citeline.models import Document
-from citeline.retrieval.filters import Filter
+from citeline.types import Document, text_hash
 
 Progress = Callable[[str, int], None]
 

@@ -18,13 +18,13 @@ import numpy as np
 
 from citeline.embedding.base import Embedder
 from citeline.errors import ConvexWithExpansionError
+from citeline.filters import Filter
 from citeline.index.base import Store
-from citeline.models import Hit, StageScore
+from citeline.query.analysis import Query, analyze
 from citeline.retrieval.breaker import CircuitBreaker
-from citeline.retrieval.filters import Filter
 from citeline.retrieval.fusion import convex_combination, lift_exact, reciprocal_rank_fusion
-from citeline.retrieval.query import Query, analyze
 from citeline.retrieval.rewrite import Expansion, QueryExpander
+from citeline.types import Hit, StageScore
 
 
 @dataclass

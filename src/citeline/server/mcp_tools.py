@@ -17,8 +17,8 @@ from mcp.server.mcpserver.exceptions import ToolError
 
 from citeline.access import Caller
 from citeline.errors import CitelineError
+from citeline.filters import Filter
 from citeline.kb import KnowledgeBase
-from citeline.retrieval.filters import Filter
 from citeline.server.routes_documents import document_json, readable
 from citeline.server.state import ServerState
 

@@ -13,13 +13,26 @@ import threading
 import zlib
 from collections import OrderedDict
 from dataclasses import dataclass
+from pathlib import Path
 
 from citeline.errors import CitelineError
-from citeline.ingest.pdf_positions import PDFIUM_LOCK, WordPosition, parse_with_positions
+from citeline.ingest.pdf import PdfParser
+from citeline.ingest.pdf_positions import PDFIUM_LOCK, WordPosition
 from citeline.jsonable import Jsonable, json_field
+from citeline.types import ParsedDocument
 
 MAX_SCALE = 3.0
 _CACHE_SIZE = 8
+
+
+def parse_with_positions(
+    data: bytes, name: str = "document.pdf"
+) -> tuple[ParsedDocument, list[WordPosition]]:
+    """Parse a PDF as ingestion does, also returning every word's position."""
+    parser = PdfParser()
+    parser.positions = []
+    parsed = parser.parse(data, Path(name))
+    return parsed, parser.positions
 
 
 @dataclass(frozen=True)

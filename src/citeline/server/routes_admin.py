@@ -9,7 +9,7 @@ from fastapi.responses import Response
 from pydantic import BaseModel, ConfigDict, Field
 
 from citeline.access import Caller, key_json, parse_expiry
-from citeline.retrieval.filters import Principal
+from citeline.filters import Principal
 from citeline.server.auth import current_caller, state_of
 from citeline.server.metrics import CONTENT_TYPE
 

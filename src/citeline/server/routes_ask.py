@@ -14,9 +14,9 @@ from pydantic import BaseModel, ConfigDict, Field
 from citeline.access import Caller
 from citeline.answer.streaming import ProgressEvent, SentenceEvent, SentenceStream
 from citeline.errors import CitelineError
-from citeline.models import Answer
-from citeline.retrieval.filters import Filter
+from citeline.filters import Filter
 from citeline.server.auth import current_caller, state_of
+from citeline.types import Answer
 
 router = APIRouter(prefix="/v1", tags=["answers"])
 

@@ -10,12 +10,12 @@ from fastapi.responses import JSONResponse, Response
 
 from citeline.access import Caller, PermissionDeniedError
 from citeline.errors import CitelineError, DocumentNotFoundError
-from citeline.models import Document
-from citeline.retrieval.filters import PUBLIC, Filter
+from citeline.filters import PUBLIC, Filter
 from citeline.server.auth import current_caller, state_of
 from citeline.server.pdf_pages import page_count, render_png, span_boxes
 from citeline.server.state import ServerState
 from citeline.server.uploads import UploadError, check_content, check_name, upload_collection
+from citeline.types import Document
 
 router = APIRouter(prefix="/v1", tags=["documents"])
 CallerDep = Annotated[Caller, Depends(current_caller)]

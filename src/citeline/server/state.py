@@ -19,12 +19,12 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
-from citeline.components import open_store
 from citeline.jsonable import Jsonable, json_field
 from citeline.kb import KnowledgeBase
 from citeline.server.metrics import Metrics
 from citeline.server.pdf_pages import PositionCache
 from citeline.settings import Settings
+from citeline.wiring import open_store
 
 T = TypeVar("T")
 

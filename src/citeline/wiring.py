@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from citeline.answer.chat import ChatModel
+from citeline.chat import ChatModel
 from citeline.errors import ConfigError, EmbedderMismatchError
 from citeline.registry import registry
 from citeline.settings import Settings, is_url

@@ -7,6 +7,7 @@ always the exact quoted passage.
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
@@ -64,14 +65,17 @@ def utf8_name(name: str) -> bool:
     return True
 
 
+def text_hash(index_text: str) -> str:
+    """The key of a chunk's vector: the hash of the text it was embedded from."""
+    return hashlib.sha256(index_text.encode("utf-8")).hexdigest()
+
+
 def document_id_for(collection: str, source: str) -> str:
     """A document's id: its collection and its source path relative to the collection's root.
 
     Independent of the machine that added it, so two writers to one shared store (or ingestion
     workers on other hosts) agree on it.
     """
-    import hashlib
-
     return hashlib.sha256(f"{collection}\0{source}".encode()).hexdigest()[:24]
 
 
@@ -284,5 +288,5 @@ class Answer(Jsonable):
     reader_score: float | None = json_field(default=None, digits=4)
     #: why retrieval was keyword-only for this answer (dense side failed or too slow), else None
     degraded: str | None = None
-    #: what the question asks for: {"attribute", "kind", "subject"} (retrieval/slot.py)
+    #: what the question asks for: {"attribute", "kind", "subject"} (query/slot.py)
     slot: Mapping[str, Any] | None = None

@@ -28,7 +28,7 @@ import click
 from rich.markup import escape
 
 from citeline import terminal
-from citeline.cli_output import (
+from citeline.cli.output import (
     JSON_META_KEY,
     OutputConsole,
     dumps,
@@ -48,9 +48,9 @@ from citeline.errors import (
     CitelineError,
     UsageError,
 )
-from citeline.models import DEFAULT_COLLECTION, Answer
-from citeline.retrieval.filters import Filter, Principal
+from citeline.filters import Filter, Principal
 from citeline.settings import debug_enabled
+from citeline.types import DEFAULT_COLLECTION, Answer
 
 if TYPE_CHECKING:
     from citeline.ingest.pipeline import IngestReport
@@ -460,14 +460,14 @@ def status(ctx: click.Context, as_json: bool) -> None:
 
 
 def register_commands() -> None:
-    from citeline import (  # noqa: F401 (their commands register on main)
-        cli_documents,  # documents, check
-        cli_inspect,  # show, reindex, migrate, trace, calibrate
+    from citeline.cli import (  # noqa: F401 (their commands register on main)
+        documents,  # documents, check
+        inspect,  # show, reindex, migrate, trace, calibrate
     )
-    from citeline.cli_config import backends, config_group
-    from citeline.cli_server import register as register_server
-    from citeline.eval.answers_cli import register
-    from citeline.eval.cli import eval_group
+    from citeline.cli.config import backends, config_group
+    from citeline.cli.eval import eval_group
+    from citeline.cli.eval_answers import register
+    from citeline.cli.server import register as register_server
 
     register(eval_group)
     main.add_command(eval_group)

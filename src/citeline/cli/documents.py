@@ -8,9 +8,9 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from citeline.cli import _filter, _kb, _n, _print_json, filter_options, main, out
-from citeline.cli_output import json_option
-from citeline.models import DEFAULT_COLLECTION, Document
+from citeline.cli.main import _filter, _kb, _n, _print_json, filter_options, main, out
+from citeline.cli.output import json_option
+from citeline.types import DEFAULT_COLLECTION, Document
 
 if TYPE_CHECKING:
     from citeline.kb import KnowledgeBase

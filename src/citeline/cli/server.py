@@ -13,7 +13,7 @@ from pathlib import Path
 import click
 
 from citeline.access import ROLES, expiry_text, key_json, parse_expiry
-from citeline.cli_output import json_option, open_kb
+from citeline.cli.output import json_option, open_kb
 from citeline.errors import CitelineError, MissingExtraError
 
 

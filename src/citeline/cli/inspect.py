@@ -12,8 +12,8 @@ import click
 from rich.markup import escape
 
 from citeline import terminal
-from citeline.cli import LOCAL, _kb, _n, _print_json, _progress, _t, main, out
-from citeline.cli_output import json_option
+from citeline.cli.main import LOCAL, _kb, _n, _print_json, _progress, _t, main, out
+from citeline.cli.output import json_option
 from citeline.errors import CitelineError
 
 if TYPE_CHECKING:
@@ -93,8 +93,8 @@ def migrate(source: str, target: str) -> None:
 
     Documents, originals, chunks, vectors, settings, API keys and traces; re-running resumes.
     """
-    from citeline.components import open_store
     from citeline.index.migrate import migrate as copy_index
+    from citeline.wiring import open_store
 
     with closing(open_store(source, create=False)) as src, closing(open_store(target)) as dst:
         with _progress(sys.stderr.isatty()) as progress:

@@ -233,7 +233,7 @@ def answers_command(
             label = dataset or (golden.stem if golden is not None else None)
             principal = None
             if as_user is not None:
-                from citeline.retrieval.filters import Principal
+                from citeline.filters import Principal
 
                 principal = Principal(
                     user=as_user.removeprefix("user:") or None,
