@@ -8,25 +8,25 @@ from dataclasses import dataclass, field
 
 import pytest
 
-from citeline.jsonable import Jsonable, json_field, omit_false, omit_none
+from citeline.jsonable import Jsonable, json_spec, omit_false, omit_none
 
 
 @dataclass(frozen=True)
 class Inner(Jsonable):
     n: int
-    score: float = json_field(default=0.0, digits=2)
+    score: float = field(default=0.0, metadata=json_spec(digits=2))
 
 
 @dataclass(frozen=True)
 class Outer(Jsonable):
-    name: str = json_field(key="full name")
+    name: str = field(metadata=json_spec(key="full name"))
     inner: Inner
     inners: tuple[Inner, ...] = ()
     span: tuple[int, int] = (0, 0)
     maybe: int | None = None
-    unknown: float | None = json_field(default=None, omit=omit_none)
-    flagged: bool = json_field(default=False, omit=omit_false)
-    weights: Mapping[str, float] = json_field(default_factory=dict, digits=1)
+    unknown: float | None = field(default=None, metadata=json_spec(omit=omit_none))
+    flagged: bool = field(default=False, metadata=json_spec(omit=omit_false))
+    weights: Mapping[str, float] = field(default_factory=dict, metadata=json_spec(digits=1))
     tags: dict[str, str] = field(default_factory=dict)
 
 

@@ -3,7 +3,7 @@
 A frozen dataclass that derives from ``Jsonable`` has ``to_json()`` and ``from_json()``: each field,
 in declaration order, is one key of the object, its value mapped the same way all the way down
 (dataclasses, tuples and lists, mappings; rounded floats). What differs from the plain field is
-said once, on the field, with ``json_field(...)``: another key, the digits floats keep, when the key
+said once, on the field, with ``field(metadata=json_spec(...))``: another key, the digits floats keep, when the key
 is left out, or a value mapping of its own (``encode``/``decode``). Reading back takes the field
 types: a list becomes the tuple the field holds, an object the dataclass; keys a reader does not
 know are ignored and missing ones take the field's default, or None where the field may be
@@ -17,7 +17,7 @@ import functools
 import types
 import typing
 from collections.abc import Callable, Mapping
-from dataclasses import MISSING, dataclass, field, fields, is_dataclass
+from dataclasses import MISSING, dataclass, fields, is_dataclass
 from typing import Any, TypeVar
 
 _T = TypeVar("_T", bound="Jsonable")
@@ -48,17 +48,17 @@ def omit_false(value: object) -> bool:
     return not value
 
 
-def json_field(
+def json_spec(
     *,
     key: str | None = None,
     digits: int | None = None,
     omit: Callable[[Any], bool] | None = None,
     encode: Callable[[Any], Any] | None = None,
     decode: Callable[[Any], Any] | None = None,
-    **options: Any,
-) -> Any:
-    """``dataclasses.field(**options)`` with how the field is written and read as JSON."""
-    return field(metadata={"json": JsonSpec(key, digits, omit, encode, decode)}, **options)
+) -> dict[str, JsonSpec]:
+    """The metadata of a field that differs from the plain mapping:
+    ``field(default=0.0, metadata=json_spec(digits=4))``."""
+    return {"json": JsonSpec(key, digits, omit, encode, decode)}
 
 
 def encode(value: Any, digits: int | None = None) -> Any:

@@ -12,7 +12,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from citeline.jsonable import Jsonable, json_field, omit_false, omit_none
+from citeline.jsonable import Jsonable, json_spec, omit_false, omit_none
 from citeline.types import Hit
 
 
@@ -23,12 +23,12 @@ class TracedHit(Jsonable):
     ``n``, ``cited_as`` and ``redacted`` come first in its JSON, and only when set: keyword-only,
     they are last in ``__init__``."""
 
-    n: int | None = json_field(default=None, omit=omit_none, kw_only=True)
+    n: int | None = field(default=None, kw_only=True, metadata=json_spec(omit=omit_none))
     #: the number the answer shows for this passage ([1], [2]...): None when the answer does not cite it
-    cited_as: int | None = json_field(default=None, omit=omit_none, kw_only=True)
+    cited_as: int | None = field(default=None, kw_only=True, metadata=json_spec(omit=omit_none))
     #: the reader of the trace may not read this passage's document: its source, heading and span
     #: are left out (trace_access.py)
-    redacted: bool = json_field(default=False, omit=omit_false, kw_only=True)
+    redacted: bool = field(default=False, kw_only=True, metadata=json_spec(omit=omit_false))
     chunk_id: str
     source: str = ""
     heading: str = ""
@@ -59,15 +59,16 @@ def _scored_of(items: list[Mapping[str, Any]]) -> tuple[tuple[str, float], ...]:
     return tuple((c["chunk_id"], float(c["score"])) for c in items)
 
 
-_SCORED = {"encode": _scored_json, "decode": _scored_of}
-
-
 @dataclass(frozen=True)
 class Candidates(Jsonable):
     """Each retrieval stage's list: (chunk id, score) for the engines, full hits once fused."""
 
-    bm25: tuple[tuple[str, float], ...] = json_field(default=(), **_SCORED)
-    dense: tuple[tuple[str, float], ...] = json_field(default=(), **_SCORED)
+    bm25: tuple[tuple[str, float], ...] = field(
+        default=(), metadata=json_spec(encode=_scored_json, decode=_scored_of)
+    )
+    dense: tuple[tuple[str, float], ...] = field(
+        default=(), metadata=json_spec(encode=_scored_json, decode=_scored_of)
+    )
     fused: tuple[TracedHit, ...] = ()
 
 
@@ -78,7 +79,7 @@ class Check(Jsonable):
     text: str
     citations: tuple[int, ...]
     supported: bool
-    score: float = json_field(digits=4)
+    score: float = field(metadata=json_spec(digits=4))
     reason: str = ""
     verifier: str = ""
     #: the citations the sentence keeps, numbered as the answer shows them (``citations`` are
@@ -87,7 +88,7 @@ class Check(Jsonable):
     #: context passages the sentence cited that do not support it: not cited in the answer
     unsupporting: tuple[int, ...] = ()
     #: the reader of the trace may not read a passage the sentence could draw on: text left out
-    redacted: bool = json_field(default=False, omit=omit_false)
+    redacted: bool = field(default=False, metadata=json_spec(omit=omit_false))
 
 
 @dataclass(frozen=True)

@@ -12,7 +12,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from citeline.jsonable import Jsonable, json_field
+from citeline.jsonable import Jsonable, json_spec
 
 BlockKind = Literal["paragraph", "table", "code", "list", "heading"]
 
@@ -265,7 +265,7 @@ class AnswerSentence(Jsonable):
     citations: tuple[int, ...]
     supported: bool
     removed: bool
-    support_score: float = json_field(default=0.0, digits=4)
+    support_score: float = field(default=0.0, metadata=json_spec(digits=4))
     #: one per citation, in the same order: the span of that passage supporting this sentence
     quotes: tuple[SentenceQuote, ...] = ()
 
@@ -280,12 +280,12 @@ class Answer(Jsonable):
     dropped_citations: tuple[int, ...] = ()
     generator: str = "extractive"
     trace_id: str | None = None
-    timings_ms: dict[str, float] = json_field(default_factory=dict, digits=2)
-    relevance: float = json_field(default=0.0, digits=4)
+    timings_ms: dict[str, float] = field(default_factory=dict, metadata=json_spec(digits=2))
+    relevance: float = field(default=0.0, metadata=json_spec(digits=4))
     refusal_reason: str | None = None
-    confidence: float | None = json_field(default=None, digits=4)
+    confidence: float | None = field(default=None, metadata=json_spec(digits=4))
     #: the trained reader's best score over the context (None without a reader)
-    reader_score: float | None = json_field(default=None, digits=4)
+    reader_score: float | None = field(default=None, metadata=json_spec(digits=4))
     #: why retrieval was keyword-only for this answer (dense side failed or too slow), else None
     degraded: str | None = None
     #: what the question asks for: {"attribute", "kind", "subject"} (query/slot.py)

@@ -121,7 +121,9 @@ def test_kill_during_ingest_again_and_again(open_index: OpenIndex, tmp_path: Pat
     hits = kb.search(question, ADMIN, k=3)
     answer = kb.ask(question, ADMIN)
     if (docs / "report-003.md").exists():
-        assert hits[0].source.endswith("report-003.md") and "C3-4 retries every 6 seconds" in hits[0].chunk.text
+        assert (
+            hits[0].source.endswith("report-003.md") and "C3-4 retries every 6 seconds" in hits[0].chunk.text
+        )
         assert answer.answer == REFUSAL if answer.refused else "6 seconds" in answer.answer, answer
         assert answer.refused or any(c.source.endswith("report-003.md") for c in answer.citations)
     else:

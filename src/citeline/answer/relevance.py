@@ -12,9 +12,9 @@ import difflib
 import itertools
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
-from citeline.jsonable import Jsonable, json_field, omit_false
+from citeline.jsonable import Jsonable, json_spec, omit_false
 from citeline.query.analysis import Query, years_in
 from citeline.text.terms import is_identifier
 from citeline.types import Hit
@@ -38,13 +38,13 @@ TYPO_SIMILARITY = 0.85
 
 @dataclass(frozen=True)
 class Relevance(Jsonable):
-    score: float = json_field(digits=4)
-    dense_best: float = json_field(digits=4)
-    coverage: float = json_field(digits=4)
+    score: float = field(metadata=json_spec(digits=4))
+    dense_best: float = field(metadata=json_spec(digits=4))
+    coverage: float = field(metadata=json_spec(digits=4))
     missing_identifiers: tuple[str, ...]
     missing_terms: tuple[str, ...] = ()
     #: the dense side did not answer (circuit breaker): the score is the keyword coverage alone
-    keyword_only: bool = json_field(default=False, omit=omit_false)
+    keyword_only: bool = field(default=False, metadata=json_spec(omit=omit_false))
 
 
 def _stem(term: str) -> str:

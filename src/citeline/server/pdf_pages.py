@@ -12,13 +12,13 @@ import struct
 import threading
 import zlib
 from collections import OrderedDict
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from citeline.errors import CitelineError
 from citeline.ingest.pdf import PdfParser
 from citeline.ingest.pdf_positions import PDFIUM_LOCK, WordPosition
-from citeline.jsonable import Jsonable, json_field
+from citeline.jsonable import Jsonable, json_spec
 from citeline.types import ParsedDocument
 
 MAX_SCALE = 3.0
@@ -39,10 +39,10 @@ def parse_with_positions(
 class Box(Jsonable):
     """A rectangle on a page: fractions of its width/height from the top-left corner."""
 
-    x: float = json_field(digits=5)
-    y: float = json_field(digits=5)
-    w: float = json_field(digits=5)
-    h: float = json_field(digits=5)
+    x: float = field(metadata=json_spec(digits=5))
+    y: float = field(metadata=json_spec(digits=5))
+    w: float = field(metadata=json_spec(digits=5))
+    h: float = field(metadata=json_spec(digits=5))
 
 
 class PositionCache:

@@ -19,7 +19,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
-from citeline.jsonable import Jsonable, json_field
+from citeline.jsonable import Jsonable, json_spec
 from citeline.kb import KnowledgeBase
 from citeline.server.metrics import Metrics
 from citeline.server.pdf_pages import PositionCache
@@ -93,7 +93,7 @@ class Job(Jsonable):
     """A background upload: queued, running, done (with the report) or failed (with the reason)."""
 
     id: str
-    owner: str = json_field(omit=lambda _: True)  # the key's label: never shown back
+    owner: str = field(metadata=json_spec(omit=lambda _: True))  # the key's label: never shown back
     name: str
     state: str = "queued"
     created_at: float = field(default_factory=time.time)

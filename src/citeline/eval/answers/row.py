@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 from citeline.eval.answers.evidence import GoldEvidence
-from citeline.jsonable import Jsonable, json_field, omit_none
+from citeline.jsonable import Jsonable, json_spec, omit_none
 
 
 @dataclass(frozen=True)
@@ -23,8 +23,8 @@ class RetrievalOutcome(Jsonable):
     document-level ``document_*`` are known).
     """
 
-    hit_at_k: float = json_field(key="hit@k")
-    recall_at_k: float = json_field(key="recall@k")
+    hit_at_k: float = field(metadata=json_spec(key="hit@k"))
+    recall_at_k: float = field(metadata=json_spec(key="recall@k"))
     top_documents: tuple[str, ...]
     document_retrieved: bool
     document_in_context: bool
@@ -43,7 +43,7 @@ class Correctness(Jsonable):
     token_f1: float
     contains: float | None
     #: absent, not null, when unknown: reports written before it was kept write back unchanged
-    first_contains: float | None = json_field(default=None, omit=omit_none)
+    first_contains: float | None = field(default=None, metadata=json_spec(omit=omit_none))
 
 
 @dataclass(frozen=True)
