@@ -5,7 +5,6 @@ from __future__ import annotations
 import random
 
 import pytest
-
 from training.context_pairs import echo, states, swapped
 
 
@@ -22,7 +21,9 @@ from training.context_pairs import echo, states, swapped
         ("Nothing here", [], False),
     ],
 )
-def test_a_unit_answers_when_it_quotes_a_gold_string_as_a_word(text: str, answers: list[str], expected: bool) -> None:
+def test_a_unit_answers_when_it_quotes_a_gold_string_as_a_word(
+    text: str, answers: list[str], expected: bool
+) -> None:
     assert states(text, answers) is expected
 
 
@@ -30,7 +31,10 @@ def test_a_unit_answers_when_it_quotes_a_gold_string_as_a_word(text: str, answer
     ("question", "statement"),
     [
         ("What is the default value of smtpd_timeout?", "The default value of smtpd_timeout."),
-        ("How many files per directory must a file system support?", "Files per directory must a file system support."),
+        (
+            "How many files per directory must a file system support?",
+            "Files per directory must a file system support.",
+        ),
         ("Which option prints the inputs?", "Option prints the inputs."),
     ],
 )
