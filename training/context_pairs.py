@@ -90,13 +90,15 @@ def swapped(text: str, answers: list[str], others: list[str], rng: random.Random
 
 def context_rows(name: str, seed: int) -> list[dict[str, Any]]:
     from citeline.answer.reader import candidates
-    from citeline.retrieval.filters import Principal
-    from citeline.kb import access_filter, open_kb
+    from citeline.filters import Principal
     from citeline.ingest.pipeline import PIPELINE_VERSION
+    from citeline.kb import access_filter, open_kb
 
     index = Path.home() / ".cache" / "citeline" / "golden" / f"{name}-v{PIPELINE_VERSION}"
     if not (index / "citeline.db").exists():
-        sys.exit(f"{name}: no golden index at {index}; run `python evalsets/run.py --split dev --sets {name}`")
+        sys.exit(
+            f"{name}: no golden index at {index}; run `python evalsets/run.py --split dev --sets {name}`"
+        )
     kb = open_kb(index, create=False, read_only=True)
     answerer = kb.components.answerer()
     reader = answerer.reader
@@ -104,7 +106,9 @@ def context_rows(name: str, seed: int) -> list[dict[str, Any]]:
     rows: list[dict[str, Any]] = []
     for q in dev_questions(name):
         rng = random.Random(f"{seed}:{q['id']}")
-        prepared = answerer.prepare(answerer.check_question(q["question"]), access_filter(Principal.local_admin(), None))
+        prepared = answerer.prepare(
+            answerer.check_question(q["question"]), access_filter(Principal.local_admin(), None)
+        )
         query = prepared.query
         found = candidates(prepared.passages)
         if reader.prefilter is not None and len(found) > reader.limit:
@@ -133,7 +137,9 @@ def context_rows(name: str, seed: int) -> list[dict[str, Any]]:
     return rows
 
 
-def checker_rows(name: str, q: dict[str, Any], model: Any, premises: list[str], rng: random.Random) -> list[dict[str, Any]]:
+def checker_rows(
+    name: str, q: dict[str, Any], model: Any, premises: list[str], rng: random.Random
+) -> list[dict[str, Any]]:
     """A unit entails itself and not its corruptions: labelled by the packaged checker (self-distillation)."""
     pairs: list[tuple[str, str, str]] = []
     for premise in premises:
@@ -153,9 +159,30 @@ def checker_rows(name: str, q: dict[str, Any], model: Any, premises: list[str], 
     return out
 
 
-def _row(name: str, q: dict[str, Any], task: str, a: str, b: str, label: float, kind: str, v1: float, rank: int = -1) -> dict[str, Any]:
-    return {"set": name, "qid": q["id"], "task": task, "a": a, "b": b, "label": label, "kind": kind,
-            "v1": round(v1, 4), "rank": rank, "answerable": bool(q["answerable"]), "qsource": "golden"}
+def _row(
+    name: str,
+    q: dict[str, Any],
+    task: str,
+    a: str,
+    b: str,
+    label: float,
+    kind: str,
+    v1: float,
+    rank: int = -1,
+) -> dict[str, Any]:
+    return {
+        "set": name,
+        "qid": q["id"],
+        "task": task,
+        "a": a,
+        "b": b,
+        "label": label,
+        "kind": kind,
+        "v1": round(v1, 4),
+        "rank": rank,
+        "answerable": bool(q["answerable"]),
+        "qsource": "golden",
+    }
 
 
 def main() -> None:

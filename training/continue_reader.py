@@ -88,7 +88,9 @@ def load(data: Path, sets: list[str]) -> list[dict[str, Any]]:
 
 
 def encode(tok: Any, rows: list[dict[str, Any]]) -> list[tuple[list[int], list[int]]]:
-    return [(e.ids, e.type_ids) for e in tok.encode_batch([(PREFIXES[r["task"]] + r["a"], r["b"]) for r in rows])]
+    return [
+        (e.ids, e.type_ids) for e in tok.encode_batch([(PREFIXES[r["task"]] + r["a"], r["b"]) for r in rows])
+    ]
 
 
 def measure(rows: list[dict[str, Any]], key: str) -> dict[str, float]:
@@ -108,7 +110,9 @@ def measure(rows: list[dict[str, Any]], key: str) -> dict[str, float]:
         if neg and pos:
             out[f"auroc_{kind}"] = round(auroc(pos + neg, [1] * len(pos) + [0] * len(neg)), 4)
     best_ans = [max(r[key] for r in rs) for rs in by_q.values() if any(r["label"] for r in rs)]
-    best_un = [max(r[key] for r in rs) for rs in by_q.values() if all(r["kind"] == "unanswerable" for r in rs)]
+    best_un = [
+        max(r[key] for r in rs) for rs in by_q.values() if all(r["kind"] == "unanswerable" for r in rs)
+    ]
     if best_ans and best_un:
         out["refusal_auroc"] = round(auroc(best_ans + best_un, [1] * len(best_ans) + [0] * len(best_un)), 4)
     checker = [r for r in rows if r["task"] == "checker"]
@@ -169,7 +173,17 @@ def main() -> None:
         sched.step()
         if step % 25 == 0 or step == len(plan):
             rate = step * args.batch / (time.perf_counter() - started)
-            print(json.dumps({"step": step, "of": len(plan), "loss": round(loss.item(), 4), "pairs_per_s": round(rate, 1)}), flush=True)
+            print(
+                json.dumps(
+                    {
+                        "step": step,
+                        "of": len(plan),
+                        "loss": round(loss.item(), 4),
+                        "pairs_per_s": round(rate, 1),
+                    }
+                ),
+                flush=True,
+            )
     torch.save(model.state_dict(), args.out / "model.pt")
     report: dict[str, Any] = {"train": args.train, "eval": args.eval, "pairs": len(train), "steps": len(plan)}
     if held:
