@@ -10,14 +10,14 @@ from __future__ import annotations
 
 import os
 import tempfile
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from citeline.answer.generators.base import Generator
 from citeline.components import Components, open_store
-from citeline.errors import AccessError, DocumentNotFoundError, InvalidQuestionError
+from citeline.errors import AccessError, DocumentNotFoundError, InvalidQuestionError, SwapRefusedError
 from citeline.index.base import Problem, Store
 from citeline.models import DEFAULT_COLLECTION, Answer, Document, Hit, utf8_name
 from citeline.page_labels import METADATA_KEY as PAGE_LABELS
@@ -31,6 +31,7 @@ from citeline.trace_access import visible_trace
 
 if TYPE_CHECKING:
     from citeline.answer.answerer import ProgressListener, SentenceListener
+    from citeline.eval.shadow import QuestionProgress
     from citeline.ingest.files import Listings
     from citeline.ingest.pipeline import Ingestor, IngestReport, Progress
     from citeline.ingest.readd import StoredFilesMemo
@@ -176,15 +177,49 @@ class KnowledgeBase:
     def remove(self, paths: Iterable[str | os.PathLike[str]]) -> IngestReport:
         return self._ingestor().remove([str(p) for p in paths])
 
-    def reindex(self, embedder_name: str, progress: Progress | None = None) -> dict[str, Any]:
-        """Embed every chunk with another embedder side by side, then swap atomically."""
+    def reindex(
+        self,
+        embedder_name: str,
+        progress: Progress | None = None,
+        *,
+        compare: Sequence[Mapping[str, Any]] | None = None,
+        max_drop: float | None = None,
+        force: bool = False,
+        docs_root: str | Path | None = None,
+        on_question: QuestionProgress | None = None,
+    ) -> dict[str, Any]:
+        """Embed every chunk with another embedder side by side, then swap atomically.
+
+        With ``compare`` (golden rows, see citeline.eval.answers) both embedders first answer them
+        on a scratch copy (citeline.eval.shadow); a tracked metric worse by more than ``max_drop``
+        raises SwapRefusedError and nothing is swapped, unless ``force``. The result then holds
+        the ``comparison`` (a ShadowComparison).
+        """
         from citeline.embedding import make_embedder
         from citeline.ingest.embed import reembed
 
         new = make_embedder(embedder_name)
-        result = reembed(self.store, new, progress)
+        comparison, embedded = None, 0
+        if compare is not None:
+            from citeline.eval.shadow import DEFAULT_MAX_DROP, shadow_compare
+
+            embedded = int(reembed(self.store, new, progress, swap=False)["embedded"])  # type: ignore[call-overload]
+            comparison = shadow_compare(
+                self,
+                new,
+                compare,
+                max_drop=DEFAULT_MAX_DROP if max_drop is None else max_drop,
+                docs_root=docs_root,
+                progress=on_question,
+            )
+            if not comparison.decision.accepted and not force:
+                message = comparison.decision.message(comparison.old_embedder, new.name)
+                raise SwapRefusedError(message, comparison)
+        result = reembed(self.store, new, progress)  # embeds what was added meanwhile, then swaps
         self.components = Components(self.settings, self.store, embedder=new)
-        return result
+        if comparison is None:
+            return result
+        return {**result, "embedded": embedded + int(result["embedded"]), "comparison": comparison}  # type: ignore[call-overload]
 
     # -- search and answers --------------------------------------------------------------------
 

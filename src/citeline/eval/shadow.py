@@ -1,0 +1,190 @@
+"""A shadow comparison before an embedder swap (``citeline reindex --embedder NAME --compare Q.jsonl``).
+
+The question set is asked twice on a scratch copy of the index, never on the index itself: the
+documents, chunks and the active embedder's vectors are copied (``citeline.index.migrate``, without
+traces) into a temporary embedded index, the new embedder's vectors (already built side by side in
+the live index) are added to it, the questions are asked, the copy is swapped to the new embedder,
+and they are asked again. Both sides see the same chunks, keyword statistics and settings; only the
+embedder differs. The live index is swapped only when ``decide`` accepts the two reports, so a
+refusal leaves it exactly as it was (its old vectors in use, the new ones kept side by side).
+"""
+
+from __future__ import annotations
+
+import shutil
+import tempfile
+from collections.abc import Callable, Mapping, Sequence
+from contextlib import closing
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from citeline.errors import CitelineError
+from citeline.eval.answers.baseline import higher_is_better, regressions
+
+if TYPE_CHECKING:
+    from citeline.embedding.base import Embedder
+    from citeline.kb import KnowledgeBase
+
+#: a metric may be this much worse (absolute, on its 0-1 scale) before the swap is refused
+DEFAULT_MAX_DROP = 0.02
+#: vectors copied into the scratch index per write (bounded memory on a large index)
+COPY_BATCH = 4096
+
+#: (side, questions asked, questions in the set): side is "old" or "new"
+QuestionProgress = Callable[[str, int, int], None]
+
+
+@dataclass(frozen=True)
+class Drop:
+    """A metric that got worse with the new embedder by more than the allowed drop."""
+
+    metric: str
+    old: float
+    new: float
+    drop: float  # how much worse, in the metric's own direction (lower-is-better metrics too)
+
+
+@dataclass(frozen=True)
+class SwapDecision:
+    max_drop: float
+    compared: int  # metrics with a value on both sides
+    drops: tuple[Drop, ...]  # worst first; empty when the swap may go ahead
+
+    @property
+    def accepted(self) -> bool:
+        return not self.drops
+
+    def worse(self, most: int = 3) -> str:
+        """The worst drops in words: 'refusal_recall 1.000 -> 0.857 (worse by 0.143); ...'."""
+        said = "; ".join(
+            f"{d.metric} {d.old:.3f} -> {d.new:.3f} (worse by {d.drop:.3f})" for d in self.drops[:most]
+        )
+        more = len(self.drops) - most
+        return said + (f" and {more} more metric{'s' if more > 1 else ''}" if more > 0 else "")
+
+    def message(self, old_embedder: str, new_embedder: str, forced: bool = False) -> str:
+        if self.accepted:
+            return (
+                f"No metric of {self.compared} got worse by more than {self.max_drop:g} with "
+                f"'{new_embedder}' (against '{old_embedder}')."
+            )
+        if forced:
+            return (
+                f"--force: swapped to '{new_embedder}' although {self.worse()}, more than {self.max_drop:g}."
+            )
+        return (
+            f"Swap to '{new_embedder}' refused: {self.worse()}, more than --max-drop {self.max_drop:g}. "
+            f"The index keeps '{old_embedder}' (its vectors unchanged; the new ones stay side by side, "
+            "so --force swaps without embedding again)."
+        )
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "accepted": self.accepted,
+            "max_drop": self.max_drop,
+            "compared": self.compared,
+            "drops": [asdict(d) for d in self.drops],
+        }
+
+
+def decide(old: Mapping[str, Any], new: Mapping[str, Any], max_drop: float) -> SwapDecision:
+    """Accept the new embedder's report unless a tracked metric is worse than the old one's by
+    more than ``max_drop`` (the same rule as ``eval compare --max-drop``)."""
+    if max_drop < 0:
+        raise CitelineError(f"--max-drop must be 0 or more, not {max_drop:g}.")
+    compared = _comparable(old, new)
+    worse = regressions(new, old, max_drop)
+    drops = sorted(
+        (Drop(w["metric"], w["baseline"], w["current"], w["drop"]) for w in worse), key=lambda d: -d.drop
+    )
+    return SwapDecision(max_drop, compared, tuple(drops))
+
+
+def _comparable(old: Mapping[str, Any], new: Mapping[str, Any]) -> int:
+    """Tracked metrics with a value on both sides (None: no question to measure it on)."""
+    mo, mn = old.get("metrics", {}), new.get("metrics", {})
+    return sum(
+        1
+        for name, value in mn.items()
+        if higher_is_better(name) is not None and value is not None and mo.get(name) is not None
+    )
+
+
+@dataclass(frozen=True)
+class ShadowComparison:
+    """Both answers reports (``citeline-answers/1``, as ``eval answers`` writes them) and the verdict."""
+
+    old_embedder: str
+    new_embedder: str
+    old: dict[str, Any]
+    new: dict[str, Any]
+    decision: SwapDecision
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "old_embedder": self.old_embedder,
+            "new_embedder": self.new_embedder,
+            "decision": self.decision.to_json(),
+        }
+
+
+def shadow_compare(
+    kb: KnowledgeBase,
+    new: Embedder,
+    rows: Sequence[Mapping[str, Any]],
+    *,
+    max_drop: float = DEFAULT_MAX_DROP,
+    docs_root: str | Path | None = None,
+    k: int = 5,
+    dataset: str | None = None,
+    progress: QuestionProgress | None = None,
+) -> ShadowComparison:
+    """Ask ``rows`` (golden rows) with the index's embedder and with ``new`` on a scratch copy.
+
+    ``new``'s vectors must already be in ``kb``'s store side by side (``reembed(..., swap=False)``).
+    """
+    from citeline.components import open_store
+    from citeline.eval.answers.runner import evaluate_answers
+    from citeline.index.migrate import migrate
+    from citeline.kb import KnowledgeBase
+
+    if not rows:
+        raise CitelineError("The question set holds no question; nothing to compare the embedders on.")
+    old = kb.embedder
+    scratch = Path(tempfile.mkdtemp(prefix="citeline-shadow-"))
+    try:
+        with closing(open_store(str(scratch / "index"))) as copy:
+            migrate(kb.store, copy, traces=False)
+            _copy_vectors(kb, copy, new.name)
+
+            def ask(side: str, shadow: KnowledgeBase) -> dict[str, Any]:
+                tick = None if progress is None else (lambda done, total: progress(side, done, total))
+                return evaluate_answers(shadow, rows, k, docs_root=docs_root, dataset=dataset, progress=tick)
+
+            before = ask("old", KnowledgeBase(kb.settings, copy, embedder=old))
+            copy.swap_embedder(new.name, new.version, new.dim)
+            after = ask("new", KnowledgeBase(kb.settings, copy, embedder=new))
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+    decision = decide(before, after, max_drop)
+    if decision.compared == 0:
+        raise CitelineError(
+            "The question set gave no metric to compare (no answerable question with evidence or "
+            "answers, no unanswerable one); add 'answers' or 'evidence' to its rows."
+        )
+    return ShadowComparison(old.name, new.name, before, after, decision)
+
+
+def _copy_vectors(kb: KnowledgeBase, copy: Any, embedder: str) -> None:
+    """The new embedder's vectors from the live index into the scratch copy, a batch at a time."""
+    hashes = [h for h, _ in copy.all_text_hashes()]
+    for lo in range(0, len(hashes), COPY_BATCH):
+        part = hashes[lo : lo + COPY_BATCH]
+        found = kb.store.cached_vectors(part, embedder=embedder)
+        if len(found) < len(part):
+            raise CitelineError(
+                f"{len(part) - len(found)} chunks lack '{embedder}' vectors in {kb.store.location} "
+                "(a document was added meanwhile?); run the command again."
+            )
+        copy.add_vectors(embedder, found)
