@@ -17,7 +17,13 @@ from typing import TYPE_CHECKING, Any
 
 from citeline.answer.generators.base import Generator
 from citeline.components import Components, open_store
-from citeline.errors import AccessError, DocumentNotFoundError, InvalidQuestionError, SwapRefusedError
+from citeline.errors import (
+    AccessError,
+    CitelineError,
+    DocumentNotFoundError,
+    InvalidQuestionError,
+    SwapRefusedError,
+)
 from citeline.index.base import Problem, Store
 from citeline.models import DEFAULT_COLLECTION, Answer, Document, Hit, utf8_name
 from citeline.page_labels import METADATA_KEY as PAGE_LABELS
@@ -198,8 +204,12 @@ class KnowledgeBase:
         from citeline.embedding import make_embedder
         from citeline.ingest.embed import reembed
 
-        new = make_embedder(embedder_name)
         comparison, embedded = None, 0
+        if compare is not None and not compare:
+            from citeline.eval.shadow import NO_QUESTIONS
+
+            raise CitelineError(NO_QUESTIONS)  # before embedding anything
+        new = make_embedder(embedder_name)
         if compare is not None:
             from citeline.eval.shadow import DEFAULT_MAX_DROP, shadow_compare
 

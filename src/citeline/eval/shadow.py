@@ -31,6 +31,7 @@ DEFAULT_MAX_DROP = 0.02
 #: vectors copied into the scratch index per write (bounded memory on a large index)
 COPY_BATCH = 4096
 
+NO_QUESTIONS = "The question set holds no question; nothing to compare the embedders on."
 #: (side, questions asked, questions in the set): side is "old" or "new"
 QuestionProgress = Callable[[str, int, int], None]
 
@@ -150,7 +151,7 @@ def shadow_compare(
     from citeline.kb import KnowledgeBase
 
     if not rows:
-        raise CitelineError("The question set holds no question; nothing to compare the embedders on.")
+        raise CitelineError(NO_QUESTIONS)
     old = kb.embedder
     scratch = Path(tempfile.mkdtemp(prefix="citeline-shadow-"))
     try:
@@ -167,13 +168,7 @@ def shadow_compare(
             after = ask("new", KnowledgeBase(kb.settings, copy, embedder=new))
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
-    decision = decide(before, after, max_drop)
-    if decision.compared == 0:
-        raise CitelineError(
-            "The question set gave no metric to compare (no answerable question with evidence or "
-            "answers, no unanswerable one); add 'answers' or 'evidence' to its rows."
-        )
-    return ShadowComparison(old.name, new.name, before, after, decision)
+    return ShadowComparison(old.name, new.name, before, after, decide(before, after, max_drop))
 
 
 def _copy_vectors(kb: KnowledgeBase, copy: Any, embedder: str) -> None:
