@@ -67,7 +67,10 @@ MESSAGES = [
     (
         "one metric, with both figures and the allowance",
         report(recall_at_5=0.70, token_f1=0.9),
-        ["'fast' refused", "recall@5 0.900 -> 0.700 (worse by 0.200)", "--max-drop 0.05", "keeps 'slow'"],
+        [
+            "'fast' refused (--max-drop): 1 metric got worse by more than 0.05: "
+            "recall@5 0.900 -> 0.700 (worse by 0.200). The index keeps 'slow'"
+        ],
     ),
     (
         "the worst three, then a count",
@@ -76,7 +79,8 @@ MESSAGES = [
             "recall@5 0.900 -> 0.100",
             "token_f1 0.900 -> 0.200",
             "refusal_f1 0.900 -> 0.300",
-            "and 2 more metrics",
+            "5 metrics got worse",
+            "and 2 more.",
         ],
     ),
 ]
@@ -89,7 +93,7 @@ def test_refusal_message_names_the_metrics_and_figures(new: dict[str, Any], said
     message = decision.message("slow", "fast")
     for part in said:
         assert part in message
-    assert "--force: swapped to 'fast' although recall@5" in decision.message("slow", "fast", forced=True)
+    assert "--force: swapped to 'fast' although " in decision.message("slow", "fast", forced=True)
 
 
 def test_accepted_message_counts_the_metrics_compared() -> None:

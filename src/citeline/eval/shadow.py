@@ -57,12 +57,14 @@ class SwapDecision:
         return not self.drops
 
     def worse(self, most: int = 3) -> str:
-        """The worst drops in words: 'refusal_recall 1.000 -> 0.857 (worse by 0.143); ...'."""
+        """The drops in words, worst first: '2 metrics got worse by more than 0.02: refusal_recall
+        1.000 -> 0.857 (worse by 0.143); ...' (the first ``most``, then how many more)."""
+        n = len(self.drops)
         said = "; ".join(
             f"{d.metric} {d.old:.3f} -> {d.new:.3f} (worse by {d.drop:.3f})" for d in self.drops[:most]
         )
-        more = len(self.drops) - most
-        return said + (f" and {more} more metric{'s' if more > 1 else ''}" if more > 0 else "")
+        more = f" and {n - most} more" if n > most else ""
+        return f"{n} metric{'s' if n > 1 else ''} got worse by more than {self.max_drop:g}: {said}{more}"
 
     def message(self, old_embedder: str, new_embedder: str, forced: bool = False) -> str:
         if self.accepted:
@@ -71,13 +73,11 @@ class SwapDecision:
                 f"'{new_embedder}' (against '{old_embedder}')."
             )
         if forced:
-            return (
-                f"--force: swapped to '{new_embedder}' although {self.worse()}, more than {self.max_drop:g}."
-            )
+            return f"--force: swapped to '{new_embedder}' although {self.worse()}."
         return (
-            f"Swap to '{new_embedder}' refused: {self.worse()}, more than --max-drop {self.max_drop:g}. "
-            f"The index keeps '{old_embedder}' (its vectors unchanged; the new ones stay side by side, "
-            "so --force swaps without embedding again)."
+            f"Swap to '{new_embedder}' refused (--max-drop): {self.worse()}. The index keeps "
+            f"'{old_embedder}' (its vectors unchanged; the new ones stay side by side, so --force "
+            "swaps without embedding again)."
         )
 
     def to_json(self) -> dict[str, Any]:
