@@ -13,8 +13,10 @@ from pathlib import Path
 import pytest
 
 import citeline
-from citeline.errors import EXIT_REGRESSION, EmbedderMismatchError
-from conftest import ADMIN
+from citeline.errors import EXIT_REGRESSION, EmbedderMismatchError, SwapRefusedError
+from citeline.eval.answers import load_golden
+from citeline.eval.shadow import ShadowComparison
+from conftest import ADMIN, OpenIndex
 
 
 def test_reindex_swaps_embedder_and_keeps_serving(tmp_path: Path, docs_dir: Path) -> None:
@@ -69,12 +71,12 @@ SAMPLES = Path(__file__).resolve().parents[1] / "samples"
 SHADOW_IDS = ("q01", "q02", "q15", "q25", "q49", "q54", "q57", "q59", "q61")
 
 
-def _golden_subset(path: Path) -> None:
+def _golden_subset(path: Path, ids: tuple[str, ...] = SHADOW_IDS) -> None:
     """tests/data/questions.jsonl's rows as a golden set: the expected answer, the whole source as evidence."""
     lines = []
     for line in (Path(__file__).parent / "data" / "questions.jsonl").read_text(encoding="utf-8").splitlines():
         row = json.loads(line)
-        if row["id"] not in SHADOW_IDS:
+        if row["id"] not in ids:
             continue
         golden = {"id": row["id"], "question": row["question"], "answerable": row["answerable"]}
         if row["answerable"]:  # sources relative to the documents folder (--docs-root)
@@ -146,6 +148,34 @@ def test_reindex_compare_refuses_a_weaker_embedder_and_swaps_at_a_loose_max_drop
     assert "180 days" in answer.answer and answer.citations and not answer.refused
     assert answer.citations[0].source == "docs/security-policy.md"
     kb.close()
+
+
+def test_a_refused_swap_keeps_the_index_and_force_swaps_on_every_store(
+    open_index: OpenIndex, tmp_path: Path
+) -> None:
+    # hashing: as wide as minilm-int8; on PostgreSQL `reindex` itself cannot swap to another width
+    # yet (building the HNSW index in the swap's transaction casts the rows' old vectors too)
+    shutil.copytree(SAMPLES, tmp_path / "docs")
+    _golden_subset(tmp_path / "q.jsonl", ("q01", "q15", "q54", "q59", "q61"))
+    rows = load_golden(tmp_path / "q.jsonl")
+    kb = open_index("index")
+    kb.add([tmp_path / "docs"], root=tmp_path)
+    with pytest.raises(SwapRefusedError) as refused:
+        kb.reindex("hashing", compare=rows, max_drop=0.0, docs_root=tmp_path / "docs")
+    comparison = refused.value.comparison
+    assert isinstance(comparison, ShadowComparison) and not comparison.decision.accepted
+    assert refused.value.exit_code == EXIT_REGRESSION
+    assert kb.embedder.name == kb.store.embedder_info().name == "minilm-int8"  # type: ignore[union-attr]
+    assert kb.check().ok and kb.traces() == []
+    assert kb.search("web console port", ADMIN, k=1)[0].source == "docs/configuration-reference.md"
+
+    result = kb.reindex("hashing", compare=rows, max_drop=0.0, force=True, docs_root=tmp_path / "docs")
+    assert result["embedded"] == 0 and not result["comparison"].decision.accepted
+    assert kb.embedder.name == kb.store.embedder_info().name == "hashing"  # type: ignore[union-attr]
+    assert kb.check().ok
+    stats = kb.store.stats()
+    assert stats["vectors"] == stats["chunks"]
+    assert kb.search("web console port", ADMIN, k=1)[0].source == "docs/configuration-reference.md"
 
 
 # (case, arguments, exit code, what stderr says)
