@@ -13,7 +13,7 @@ import tempfile
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from citeline.answer.generators.base import Generator
 from citeline.components import Components, open_store
@@ -213,7 +213,7 @@ class KnowledgeBase:
         if compare is not None:
             from citeline.eval.shadow import DEFAULT_MAX_DROP, shadow_compare
 
-            embedded = int(reembed(self.store, new, progress, swap=False)["embedded"])  # type: ignore[call-overload]
+            embedded = cast(int, reembed(self.store, new, progress, swap=False)["embedded"])
             comparison = shadow_compare(
                 self,
                 new,
@@ -229,7 +229,7 @@ class KnowledgeBase:
         self.components = Components(self.settings, self.store, embedder=new)
         if comparison is None:
             return result
-        return {**result, "embedded": embedded + int(result["embedded"]), "comparison": comparison}  # type: ignore[call-overload]
+        return {**result, "embedded": embedded + cast(int, result["embedded"]), "comparison": comparison}
 
     # -- search and answers --------------------------------------------------------------------
 
