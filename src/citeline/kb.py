@@ -16,7 +16,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from citeline.answer.generators.base import Generator
-from citeline.errors import AccessError, DocumentNotFoundError, InvalidQuestionError
+from citeline.errors import (
+    AccessError,
+    DocumentNotFoundError,
+    InvalidQuestionError,
+)
 from citeline.filters import Filter, Principal
 from citeline.index.base import EmbedderInfo, Problem, Store
 from citeline.page_labels import METADATA_KEY as PAGE_LABELS
@@ -189,14 +193,21 @@ class KnowledgeBase:
     def remove(self, paths: Iterable[str | os.PathLike[str]]) -> IngestReport:
         return self._ingestor().remove([str(p) for p in paths])
 
-    def reindex(self, embedder_name: str, progress: Progress | None = None) -> dict[str, Any]:
-        """Embed every chunk with another embedder side by side, then swap atomically."""
+    def reindex(
+        self, embedder_name: str, progress: Progress | None = None, *, swap: bool = True
+    ) -> dict[str, Any]:
+        """Embed every chunk with another embedder side by side, then swap atomically (``swap``).
+
+        Without ``swap`` the new vectors stay beside the old ones, unused: a later call embeds
+        only what was added meanwhile (``citeline.eval.shadow.compared_reindex`` compares first).
+        """
         from citeline.embedding import make_embedder
         from citeline.ingest.embed import reembed
 
         new = make_embedder(embedder_name)
-        result = reembed(self.store, new, progress)
-        self.components = Components(self.settings, self.store, embedder=new)
+        result = reembed(self.store, new, progress, swap=swap)
+        if swap:
+            self.components = Components(self.settings, self.store, embedder=new)
         return result
 
     # -- search and answers --------------------------------------------------------------------

@@ -65,8 +65,11 @@ def embed_batches(
         yield [h for h, _ in part], vectors
 
 
-def reembed(store: Store, new: Embedder, progress: Progress | None = None) -> dict[str, object]:
-    """Embed every chunk with another embedder side by side, then make it the index's in one swap."""
+def reembed(
+    store: Store, new: Embedder, progress: Progress | None = None, *, swap: bool = True
+) -> dict[str, object]:
+    """Embed every chunk with another embedder side by side, then make it the index's in one swap
+    (``swap=False``: only side by side, for a comparison to decide on the swap first)."""
     pending = store.all_text_hashes()
     have = store.cached_vectors([h for h, _ in pending], embedder=new.name)
     todo = [(h, t) for h, t in pending if h not in have]
@@ -77,5 +80,6 @@ def reembed(store: Store, new: Embedder, progress: Progress | None = None) -> di
         )
     for hashes, vectors in embed_batches(new, todo, progress):
         store.add_vectors(new.name, dict(zip(hashes, vectors, strict=True)))
-    store.swap_embedder(new.name, new.version, new.dim)
+    if swap:
+        store.swap_embedder(new.name, new.version, new.dim)
     return {"embedder": new.name, "chunks": len(pending), "embedded": len(todo)}
