@@ -216,6 +216,7 @@ lint: $(STAMP)
 	$(BIN)/ruff check src tests benchmarks training evalsets fuzz
 	$(BIN)/ruff format --check src tests benchmarks training evalsets fuzz
 	$(BIN)/mypy
+	$(BIN)/python -m citeline.dev.layers
 
 # Re-pin dependencies (with hashes) after editing pyproject.toml: dev.lock resolves everything, the
 # other locks take its versions (-c), so installing one after another never changes a version.

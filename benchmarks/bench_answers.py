@@ -22,8 +22,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+from citeline.cli.eval_answers import DATASET_FOLDERS
 from citeline.eval.adapters import evaluate_dataset
-from citeline.eval.answers_cli import DATASET_FOLDERS
 from citeline.eval.report import write_reports
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -40,11 +40,11 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from bench_pg import DATASETS, RESULTS, corpus, documents, hybrid, vectors
 
-from citeline.components import open_store
 from citeline.eval.metrics import percentile
-from citeline.retrieval.filters import Filter, Principal
-from citeline.retrieval.query import analyze
+from citeline.filters import Filter, Principal
+from citeline.query.analysis import analyze
 from citeline.settings import Settings, cache_root
+from citeline.wiring import open_store
 
 SELECTIVITY = (None, 0.1, 1, 10, 50)  # percent of documents (and chunks) a filter lets through
 

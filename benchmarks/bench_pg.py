@@ -36,15 +36,14 @@ import blingfire
 import numpy as np
 
 import citeline
-from citeline.components import open_store
 from citeline.eval.metrics import percentile
+from citeline.filters import Filter
 from citeline.index.base import DocumentWrite, Store
 from citeline.index.postgres.local import LocalPostgres
-from citeline.index.sqlite import text_hash
-from citeline.models import Chunk, Document, document_id_for
-from citeline.retrieval.filters import Filter
+from citeline.query.analysis import analyze
 from citeline.retrieval.fusion import reciprocal_rank_fusion
-from citeline.retrieval.query import analyze
+from citeline.types import Chunk, Document, document_id_for, text_hash
+from citeline.wiring import open_store
 
 ROOT = Path(__file__).resolve().parents[1]
 DATASETS = ROOT.parent / "shared" / "datasets"

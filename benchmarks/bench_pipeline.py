@@ -17,7 +17,7 @@ from pathlib import Path
 
 import citeline
 from citeline.eval.metrics import percentile
-from citeline.retrieval.filters import Principal
+from citeline.filters import Principal
 
 ADMIN = Principal.local_admin()
 

@@ -55,7 +55,7 @@ def timed_add(index: Path, paths: list[Path], progressive: bool) -> dict[str, fl
 
 
 def evaluate(data: Any, beir: str, split: str, index: Path, rescore: int | None = None) -> Any:
-    from citeline.eval.retrieval import evaluate_retrieval
+    from citeline.eval.retrieval_run import evaluate_retrieval
 
     if rescore is not None:
         os.environ["CITELINE_RESCORE_PENDING"] = str(rescore)
@@ -89,9 +89,9 @@ def paired(a: dict[str, float], b: dict[str, float], seed: int = 7, rounds: int 
 
 def rescore_latency(index: Path, queries: list[str]) -> dict[str, float]:
     """Whole-retrieval and rescoring milliseconds per query, the query-time vectors' cache cleared."""
+    from citeline.filters import Filter
     from citeline.kb import open_kb
     from citeline.retrieval import progressive
-    from citeline.retrieval.filters import Filter
 
     with open_kb(index) as kb:
         retriever = kb.components.retriever()
@@ -177,7 +177,7 @@ def main() -> None:
         (RESULTS / "progressive.md").write_text(markdown(result), encoding="utf-8")
         return
     from citeline.eval.beir import load_beir
-    from citeline.eval.retrieval import open_eval_index
+    from citeline.eval.retrieval_run import open_eval_index
     from citeline.kb import open_kb
 
     data = load_beir(args.beir, args.split)
@@ -309,7 +309,7 @@ def markdown(r: dict[str, Any]) -> str:
 
 
 def _admin() -> Any:
-    from citeline.retrieval.filters import Filter
+    from citeline.filters import Filter
 
     return Filter.admin()
 

@@ -27,8 +27,8 @@ from typing import Any
 import citeline
 from citeline.eval.beir import load_beir
 from citeline.eval.metrics import mean, ndcg_at_k
-from citeline.eval.retrieval import documents_by_best_chunk, open_eval_index
-from citeline.retrieval.filters import Filter
+from citeline.eval.retrieval_run import documents_by_best_chunk, open_eval_index
+from citeline.filters import Filter
 from citeline.retrieval.fusion import reciprocal_rank_fusion
 from citeline.retrieval.hybrid import HybridRetriever
 from citeline.retrieval.rewrite import QueryExpander, is_vague

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import citeline
 from citeline.eval.metrics import percentile
-from citeline.retrieval.filters import Principal
+from citeline.filters import Principal
 
 ROOT = Path(__file__).resolve().parents[1]
 

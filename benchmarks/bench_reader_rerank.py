@@ -14,7 +14,7 @@ import json
 from pathlib import Path
 
 from citeline.eval.beir import fixed_slice, load_beir
-from citeline.eval.retrieval import evaluate_retrieval
+from citeline.eval.retrieval_run import evaluate_retrieval
 from citeline.settings import cache_root
 
 ROOT = Path(__file__).resolve().parents[1]

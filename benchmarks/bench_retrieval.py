@@ -27,7 +27,7 @@ from typing import Any
 import numpy as np
 
 from citeline.eval.metrics import evaluate, ndcg_at_k
-from citeline.eval.retrieval import (
+from citeline.eval.retrieval_run import (
     DEFAULT_DEPTH,
     documents_by_best_chunk,
     evaluate_retrieval,
@@ -35,7 +35,7 @@ from citeline.eval.retrieval import (
     load_dataset,
     open_eval_index,
 )
-from citeline.retrieval.filters import Filter
+from citeline.filters import Filter
 from citeline.retrieval.fusion import convex_combination, reciprocal_rank_fusion
 
 SHARED = Path(__file__).resolve().parents[1].parent / "shared" / "datasets"
@@ -234,9 +234,9 @@ def tune(args: argparse.Namespace) -> dict[str, Any]:
 def model_features(args: argparse.Namespace) -> dict[str, Any]:
     """Candidates that need the encoder at query time, on the first --limit-queries queries only:
     late-interaction MaxSim over the embedder's token vectors, and the best sentence's cosine."""
-    from citeline.chunking import sentence_spans
     from citeline.eval.metrics import ndcg_at_k
     from citeline.rerank.learned import FEATURES
+    from citeline.text.sentences import sentence_spans
 
     dataset = limit_queries(load_dataset(args.beir, args.split), args.limit_queries)
     built = open_eval_index(dataset, args.beir)

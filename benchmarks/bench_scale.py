@@ -49,10 +49,10 @@ import bench_pg
 
 import citeline
 from citeline.eval.metrics import percentile
-from citeline.index.sqlite import text_hash
-from citeline.retrieval.filters import Filter, Principal
-from citeline.retrieval.query import analyze
+from citeline.filters import Filter, Principal
+from citeline.query.analysis import analyze
 from citeline.settings import cache_root
+from citeline.types import text_hash
 
 ROOT = Path(__file__).resolve().parents[1]
 DATASETS = ROOT.parent / "shared" / "datasets"
@@ -209,7 +209,7 @@ def _chunk_texts(kb: Any) -> list[str]:
 
 
 def _doc_id(kb: Any, path: Path, root: Path) -> str:
-    from citeline.models import DEFAULT_COLLECTION, document_id_for
+    from citeline.types import DEFAULT_COLLECTION, document_id_for
 
     return document_id_for(DEFAULT_COLLECTION, path.relative_to(root).as_posix())
 
@@ -229,8 +229,8 @@ def slice_vectors(chunks: list[Any], head: np.ndarray, lo: int, n: int, cache: P
 
 def build(location: str, size: int, real: int, cache: Path) -> dict[str, Any]:
     """Write ``size`` chunks through the Store API, a slice at a time; returns the write figures."""
-    from citeline.components import open_store
     from citeline.embedding import make_embedder
+    from citeline.wiring import open_store
 
     chunks = bench_pg.corpus(size)
     real = min(real, len(chunks))
@@ -257,7 +257,7 @@ def folder_mb(path: Path) -> float:
 def retrieval(
     size: int, real: int, cache: Path, clients: int, seconds: float, keep: Path | None
 ) -> dict[str, Any]:
-    from citeline.components import open_store
+    from citeline.wiring import open_store
 
     tmp = Path(tempfile.mkdtemp(prefix=f"bench-scale-{size}-"))
     location = str(keep or tmp / "index")
@@ -284,7 +284,7 @@ def retrieval(
 def existing(index: Path, clients: int, seconds: float) -> dict[str, Any]:
     """Retrieval and start-up on an index built already through the Store API (the 1M run:
     `bench_engines.py --keep`), instead of building one."""
-    from citeline.components import open_store
+    from citeline.wiring import open_store
 
     texts = claims(300)
     queries = [analyze(t) for t in texts]

@@ -44,7 +44,7 @@ import citeline
 import citeline.ingest.pipeline as pipeline
 from citeline.eval.beir import BeirDataset, fixed_slice, load_beir
 from citeline.eval.metrics import mean, ndcg_at_k
-from citeline.retrieval.filters import Filter
+from citeline.filters import Filter
 
 ROOT = Path(__file__).resolve().parents[1]
 STYLE = ParagraphStyle("body", fontName="Helvetica", fontSize=10, leading=13, spaceAfter=0)

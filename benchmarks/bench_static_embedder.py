@@ -29,8 +29,8 @@ from typing import Any
 from citeline.embedding.base import Embedder
 from citeline.eval.beir import fixed_slice, load_beir
 from citeline.eval.metrics import ndcg_at_k
-from citeline.eval.retrieval import evaluate_retrieval
-from citeline.retrieval.filters import Filter
+from citeline.eval.retrieval_run import evaluate_retrieval
+from citeline.filters import Filter
 
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "benchmarks" / "results"
@@ -99,7 +99,7 @@ def quality(args: argparse.Namespace) -> tuple[dict[str, Any], list[str]]:
             flush=True,
         )
         if not texts:
-            from citeline.eval.retrieval import open_eval_index
+            from citeline.eval.retrieval_run import open_eval_index
 
             kb = open_eval_index(data, args.beir, embedder=spec).kb
             ids = [c for d in kb.store.documents(Filter.admin()) for c in kb.store.document_chunks(d.id)]

@@ -15,8 +15,8 @@ from typing import Any, NoReturn
 import pytest
 
 import citeline
+from citeline.filters import Principal
 from citeline.kb import KnowledgeBase
-from citeline.retrieval.filters import Principal
 
 ROOT = Path(__file__).resolve().parents[1]
 SAMPLES = ROOT / "samples"

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from citeline.kb import KnowledgeBase
-from citeline.models import REFUSAL
+from citeline.types import REFUSAL
 from conftest import ADMIN
 
 CITATION_FIELDS = {

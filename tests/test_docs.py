@@ -14,7 +14,7 @@ from pathlib import Path
 import click
 import pytest
 
-from citeline.cli import main
+from citeline.cli.main import main
 from citeline.settings import setting_fields
 
 ROOT = Path(__file__).resolve().parents[1]

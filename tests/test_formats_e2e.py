@@ -10,8 +10,8 @@ import docx
 import pytest
 
 import citeline
+from citeline.filters import Filter
 from citeline.kb import KnowledgeBase
-from citeline.retrieval.filters import Filter
 from conftest import ADMIN
 from ingest.pdfgen import Bookmark, Page, build_pdf, flow
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 
 from citeline.kb import KnowledgeBase
-from citeline.models import REFUSAL
+from citeline.types import REFUSAL
 from conftest import ADMIN, QUESTIONS
 
 

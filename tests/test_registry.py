@@ -10,8 +10,9 @@ from pathlib import Path
 import pytest
 
 import citeline
+from citeline.build_context import StaticContext
 from citeline.errors import ConfigError, MissingExtraError, UnknownBackendError
-from citeline.registry import KINDS, Registry, StaticContext, registry, split_spec
+from citeline.registry import KINDS, Registry, registry, split_spec
 from conftest import ADMIN
 
 

@@ -14,7 +14,7 @@ def test_the_cli_and_the_package_import_without_numpy() -> None:
     code = (
         "import sys\n"
         "import citeline\n"
-        "from citeline import cli\n"
+        "from citeline.cli import main as cli\n"
         "heavy = [m for m in ('numpy', 'onnxruntime', 'tokenizers', 'citeline.kb', 'citeline.index.base') "
         "if m in sys.modules]\n"
         "assert not heavy, heavy\n"

@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import numpy.typing as npt
 
-from citeline.retrieval.filters import Filter, Principal
+from citeline.filters import Filter, Principal
 from training.common import auroc
 
 if TYPE_CHECKING:

@@ -20,8 +20,8 @@ import numpy as np
 
 from citeline.eval.beir import load_beir
 from citeline.eval.metrics import ndcg_at_k
+from citeline.filters import Filter
 from citeline.kb import open_kb
-from citeline.retrieval.filters import Filter
 from training.distill_static import CACHE, MINILM_TOKENIZER, by_minilm_id
 
 

@@ -66,7 +66,7 @@ WARMUP = 3
 
 def stage(args: argparse.Namespace, work: Path) -> dict[str, Any]:
     from citeline.eval.beir import fixed_slice, load_beir
-    from citeline.eval.retrieval import _staged_markdown
+    from citeline.eval.retrieval_run import _staged_markdown
 
     full = load_beir(args.dataset, "test")
     judged_only = fixed_slice(full, n_queries=args.queries, n_distractors=0)
@@ -85,7 +85,7 @@ def stage(args: argparse.Namespace, work: Path) -> dict[str, Any]:
 
 def export_chunks(kb: Any, corpus: Path, only: set[str] | None = None) -> list[dict[str, Any]]:
     """citeline's chunks of each file, in order: what it embeds and keyword-indexes (index_text)."""
-    from citeline.retrieval.filters import Filter
+    from citeline.filters import Filter
 
     rows = []
     for doc in kb.store.documents(Filter.admin()):
@@ -113,8 +113,8 @@ def export_chunks(kb: Any, corpus: Path, only: set[str] | None = None) -> list[d
 
 def citeline_worker(work: Path) -> None:
     """citeline's side, in its own process (like each peer): ingest, re-add, edit, query."""
+    from citeline.filters import Filter
     from citeline.kb import open_kb
-    from citeline.retrieval.filters import Filter
 
     corpus = work / "corpus"
     queries: dict[str, str] = json.loads((work / "queries.json").read_text(encoding="utf-8"))
@@ -292,7 +292,7 @@ def citeline_scale_worker(work: Path, n_queries: int) -> None:
     """citeline's side of the query-latency-at-scale run (scale.py), in its own process."""
     import scale
 
-    from citeline.retrieval.filters import Filter
+    from citeline.filters import Filter
 
     queries = dict(list(json.loads((work / "queries.json").read_text(encoding="utf-8")).items())[:n_queries])
     clock = Clock()

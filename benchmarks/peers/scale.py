@@ -53,8 +53,8 @@ def prepare(work: Path, datasets: Path, n: int) -> dict[str, Any]:
     """Write work/scale.jsonl (key, text) and work/scale.npy (vectors) for ``n`` chunks."""
     from shared import text_hash
 
+    from citeline.filters import Filter
     from citeline.kb import open_kb
-    from citeline.retrieval.filters import Filter
 
     kb = open_kb(str(work / "citeline-index"))
     hashes = []
@@ -92,7 +92,7 @@ def citeline_scale(work: Path) -> tuple[Any, Any]:
 
     from citeline.index.base import DocumentWrite
     from citeline.kb import open_kb
-    from citeline.models import Chunk, Document, document_id_for
+    from citeline.types import Chunk, Document, document_id_for
 
     rows, vecs = load_rows(work)
     folder = work / "citeline-scale-index"

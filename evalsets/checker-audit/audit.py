@@ -57,7 +57,7 @@ import tempfile
 from pathlib import Path
 
 import citeline
-from citeline.retrieval.filters import Principal
+from citeline.filters import Principal
 
 
 def _questions(args: argparse.Namespace) -> tuple[list[dict[str, object]], Path | None]:
@@ -65,8 +65,8 @@ def _questions(args: argparse.Namespace) -> tuple[list[dict[str, object]], Path 
     fixed slice (--dataset NAME --slice N, read from the shared datasets, written to a temporary
     folder: evaluation data is never copied into the repository)."""
     if args.dataset:
+        from citeline.cli.eval_answers import DATASET_FOLDERS, find_dataset
         from citeline.eval.adapters import adapt
-        from citeline.eval.answers_cli import DATASET_FOLDERS, find_dataset
 
         folder = find_dataset(DATASET_FOLDERS.get(args.dataset, args.dataset))
         if folder is None:

@@ -15,10 +15,10 @@ from typing import TYPE_CHECKING, Any
 from citeline.errors import CitelineError
 
 if TYPE_CHECKING:
+    from citeline.filters import Filter, Principal
     from citeline.kb import KnowledgeBase, open_kb
-    from citeline.models import REFUSAL, Answer, Chunk, Citation, Document, Hit
-    from citeline.retrieval.filters import Filter, Principal
     from citeline.settings import Settings, load_settings
+    from citeline.types import REFUSAL, Answer, Chunk, Citation, Document, Hit
 
     open = open_kb
 
@@ -30,14 +30,14 @@ _LAZY = {
     "KnowledgeBase": "citeline.kb",
     "open": "citeline.kb:open_kb",
     "open_kb": "citeline.kb",
-    "REFUSAL": "citeline.models",
-    "Answer": "citeline.models",
-    "Chunk": "citeline.models",
-    "Citation": "citeline.models",
-    "Document": "citeline.models",
-    "Hit": "citeline.models",
-    "Filter": "citeline.retrieval.filters",
-    "Principal": "citeline.retrieval.filters",
+    "REFUSAL": "citeline.types",
+    "Answer": "citeline.types",
+    "Chunk": "citeline.types",
+    "Citation": "citeline.types",
+    "Document": "citeline.types",
+    "Hit": "citeline.types",
+    "Filter": "citeline.filters",
+    "Principal": "citeline.filters",
     "Settings": "citeline.settings",
     "load_settings": "citeline.settings",
 }

@@ -24,7 +24,7 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING
 
 from citeline.errors import AccessError, CitelineError
-from citeline.retrieval.filters import Principal
+from citeline.filters import Principal
 
 if TYPE_CHECKING:  # the store contract imports numpy: not needed to list the CLI's commands
     from citeline.index.base import ApiKey, Store
@@ -141,6 +141,34 @@ def authenticate(store: Store, key: str | None) -> Caller:
 
 def revoke(store: Store, key_id: str) -> bool:
     return store.revoke_api_key(key_id)
+
+
+@dataclass(frozen=True)
+class ApiKeys:
+    """An index's API keys, as ``KnowledgeBase.keys`` hands them to the CLI and the server."""
+
+    store: Store
+
+    def create(
+        self,
+        user: str,
+        groups: tuple[str, ...] = (),
+        role: str = "reader",
+        *,
+        label: str = "",
+        expires_at: float | None = None,
+    ) -> tuple[str, ApiKey]:
+        return create_key(self.store, user, groups, role, label, expires_at)
+
+    def records(self) -> list[ApiKey]:
+        """Every key's record, revoked and expired ones too (never a key itself)."""
+        return self.store.api_keys()
+
+    def revoke(self, key_id: str) -> bool:
+        return revoke(self.store, key_id)
+
+    def authenticate(self, key: str | None) -> Caller:
+        return authenticate(self.store, key)
 
 
 def key_json(record: ApiKey) -> dict[str, object]:

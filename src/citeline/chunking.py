@@ -42,17 +42,17 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Literal, cast
 
-import blingfire
 import numpy as np
 
-from citeline.models import Block, BlockKind, Chunk, ParsedDocument
 from citeline.settings import UNSTRUCTURED_MODES, Settings
+from citeline.text.sentences import sentence_spans
 from citeline.topic_cuts import (
     lexical_gap_similarities,
     semantic_cuts,
     sentence_head,
     vector_gap_similarities,
 )
+from citeline.types import Block, BlockKind, Chunk, ParsedDocument
 
 TokenCounter = Callable[[Sequence[str]], list[int]]
 EmbedFn = Callable[[Sequence[str]], "np.ndarray"]
@@ -115,16 +115,6 @@ def context_prefix(title: str, trail: Sequence[str]) -> str:
             continue  # a leading "# Title" heading repeats the title
         parts.append(heading)
     return " > ".join(parts)
-
-
-def sentence_spans(text: str, start: int, end: int) -> list[tuple[int, int]]:
-    """Sentence spans (absolute offsets) within text[start:end], trimmed, covering all non-space text."""
-    segment = text[start:end]
-    if not segment.strip():
-        return []
-    _, offsets = blingfire.text_to_sentences_and_offsets(segment)
-    spans = [(start + a, start + b) for a, b in offsets if b > a]
-    return spans or [(start, end)]
 
 
 # A table's caption is the short paragraph right above it ("Table A.1. PostgreSQL Error Codes")

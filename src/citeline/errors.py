@@ -8,6 +8,8 @@ Exit codes of the ``citeline`` command (README, "Exit codes"):
 * 3 ``EXIT_PARTIAL``: some files failed (the others were done; the summary says which).
 * 4 ``EXIT_UNAVAILABLE``: the index could not be written: busy (another writer), read-only, disk full;
   or the Ray cluster of ``--workers`` cannot be reached or refuses this client now.
+* 5 ``EXIT_REGRESSION``: a quality gate held: ``reindex --compare`` found a metric worse by more
+  than ``--max-drop`` with the new embedder, so nothing was swapped (the message names it).
 * 70 ``EXIT_INTERNAL``: a bug (CITELINE_DEBUG=1 prints the traceback).
 * 130: interrupted (Ctrl-C).
 * 141: the reader of the output went away (``citeline documents | head -1``): nothing is printed,
@@ -23,6 +25,7 @@ EXIT_ERROR = 1
 EXIT_USAGE = 2
 EXIT_PARTIAL = 3
 EXIT_UNAVAILABLE = 4
+EXIT_REGRESSION = 5
 EXIT_INTERNAL = 70
 EXIT_INTERRUPTED = 130
 EXIT_BROKEN_PIPE = 141
@@ -136,6 +139,16 @@ class ConfigError(CitelineError):
     pass
 
 
+class ConvexWithExpansionError(ConfigError):
+    """Convex fusion weighs one BM25 list against one dense list; query expansion adds more lists."""
+
+    def __init__(self, where: str) -> None:
+        super().__init__(
+            f"fusion = convex cannot fuse the extra lists of query expansion ({where}): convex "
+            "fusion weighs one BM25 list against one dense list. Use fusion = rrf, or query_expansion = none."
+        )
+
+
 class GeneratorError(CitelineError):
     """The generator backend failed (server down, bad key, model file missing)."""
 
@@ -162,6 +175,17 @@ class WorkersUnavailableError(CitelineError):
     another token); nothing was added. The message names the address and what to check."""
 
     exit_code = EXIT_UNAVAILABLE
+
+
+class SwapRefusedError(CitelineError):
+    """``reindex --compare``: the new embedder made a metric worse by more than ``--max-drop`` on
+    the question set, so the index keeps its embedder. ``comparison`` holds both reports."""
+
+    exit_code = EXIT_REGRESSION
+
+    def __init__(self, message: str, comparison: object = None) -> None:
+        super().__init__(message)
+        self.comparison = comparison
 
 
 class IndexBusyError(IndexUnavailableError):

@@ -1,5 +1,5 @@
 """The Python API: ``kb = citeline.open(DIR)``; ``kb.add(paths)``; ``kb.search(q, principal)``;
-``kb.ask(q, principal)``. A thin facade: wiring lives in components.py, ingestion in ingest/,
+``kb.ask(q, principal)``. A thin facade: wiring lives in wiring.py, ingestion in ingest/,
 presentation in the CLI and the server.
 
 Access is explicit: every call that reads documents names who is asking, a ``Principal`` (or a
@@ -16,20 +16,25 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from citeline.answer.generators.base import Generator
-from citeline.components import Components, open_store
-from citeline.errors import AccessError, DocumentNotFoundError, InvalidQuestionError
-from citeline.index.base import Problem, Store
-from citeline.models import DEFAULT_COLLECTION, Answer, Document, Hit, utf8_name
+from citeline.errors import (
+    AccessError,
+    DocumentNotFoundError,
+    InvalidQuestionError,
+)
+from citeline.filters import Filter, Principal
+from citeline.index.base import EmbedderInfo, Problem, Store
 from citeline.page_labels import METADATA_KEY as PAGE_LABELS
 from citeline.page_labels import page_label
-from citeline.retrieval.filters import Filter, Principal
+from citeline.query.analysis import analyze
 from citeline.retrieval.hybrid import Retrieval
-from citeline.retrieval.query import analyze
 from citeline.settings import SETTINGS_FILE, Settings, index_location, is_url, load_settings
 from citeline.trace import Trace, TraceSummary
 from citeline.trace_access import visible_trace
+from citeline.types import DEFAULT_COLLECTION, Answer, Document, Hit, utf8_name
+from citeline.wiring import Components, open_store
 
 if TYPE_CHECKING:
+    from citeline.access import ApiKeys
     from citeline.answer.answerer import ProgressListener, SentenceListener
     from citeline.ingest.files import Listings
     from citeline.ingest.pipeline import Ingestor, IngestReport, Progress
@@ -93,6 +98,18 @@ class KnowledgeBase:
     @property
     def embedder(self) -> Any:
         return self.components.embedder
+
+    @property
+    def read_only(self) -> bool:
+        """Opened without ever writing (answers then carry no trace)."""
+        return self.store.read_only
+
+    @property
+    def keys(self) -> ApiKeys:
+        """The index's API keys (``citeline keys``, the server's and MCP's authentication)."""
+        from citeline.access import ApiKeys
+
+        return ApiKeys(self.store)
 
     def use_generator(self, generator: Generator) -> None:
         self.components.use_generator(generator)
@@ -194,14 +211,21 @@ class KnowledgeBase:
         s = self.settings
         return embed_pending(self.store, self.embedder, progress, retries=s.embed_retries, stop=stop)
 
-    def reindex(self, embedder_name: str, progress: Progress | None = None) -> dict[str, Any]:
-        """Embed every chunk with another embedder side by side, then swap atomically."""
+    def reindex(
+        self, embedder_name: str, progress: Progress | None = None, *, swap: bool = True
+    ) -> dict[str, Any]:
+        """Embed every chunk with another embedder side by side, then swap atomically (``swap``).
+
+        Without ``swap`` the new vectors stay beside the old ones, unused: a later call embeds
+        only what was added meanwhile (``citeline.eval.shadow.compared_reindex`` compares first).
+        """
         from citeline.embedding import make_embedder
         from citeline.ingest.embed import reembed
 
         new = make_embedder(embedder_name)
-        result = reembed(self.store, new, progress)
-        self.components = Components(self.settings, self.store, embedder=new)
+        result = reembed(self.store, new, progress, swap=swap)
+        if swap:
+            self.components = Components(self.settings, self.store, embedder=new)
         return result
 
     # -- search and answers --------------------------------------------------------------------
@@ -317,6 +341,23 @@ class KnowledgeBase:
             raise DocumentNotFoundError(source_or_id)
         return doc
 
+    def readable_document(self, document_id: str, principal: Principal) -> Document | None:
+        """The document with this id (never a source or path), if ``principal`` may read it."""
+        doc = self.store.get_document(document_id)
+        return doc if doc is not None and self._readable(doc, Filter(principal=principal)) else None
+
+    def find_document(self, source: str, collection: str = DEFAULT_COLLECTION) -> Document | None:
+        """The document of ``source`` in ``collection``, whoever may read it (writers: after an add)."""
+        return self.store.find_document(source, collection)
+
+    def count_documents(
+        self, principal: Principal | Filter | None = None, *, flt: Filter | None = None
+    ) -> int:
+        return self.store.count_documents(access_filter(principal, flt))
+
+    def chunk_count(self, document: Document) -> int:
+        return len(self.store.document_chunks(document.id))
+
     def _readable(self, doc: Document, flt: Filter) -> bool:
         return (
             flt.principal.admin
@@ -358,6 +399,14 @@ class KnowledgeBase:
         for hashes, vectors in embed_batches(embedder, todo, retries=self.settings.embed_retries):
             self.store.add_vectors(embedder.name, dict(zip(hashes, vectors, strict=True)))
         return len(todo)
+
+    def stats(self) -> dict[str, Any]:
+        """The store's counts and sizes (documents, chunks, vectors, ...)."""
+        return self.store.stats()
+
+    def embedder_info(self) -> EmbedderInfo | None:
+        """The index's embedder as recorded, or None before the first add (a cheap store query)."""
+        return self.store.embedder_info()
 
     def status(self) -> dict[str, Any]:
         return {

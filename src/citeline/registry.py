@@ -17,82 +17,16 @@ from __future__ import annotations
 import importlib
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Protocol, cast
+from typing import Any
 
 from citeline.errors import ConfigError, MissingExtraError, UnknownBackendError
-
-if TYPE_CHECKING:
-    from citeline.answer.chat import ChatModel
-    from citeline.answer.reader import Reader
-    from citeline.embedding.base import Embedder
-    from citeline.index.base import Store
-    from citeline.settings import Settings
 
 KINDS = ("embedder", "parser", "reranker", "reader", "generator", "verifier", "store")
 ENTRY_POINT_GROUP = "citeline.backends"
 
 
-class BuildContext(Protocol):
-    """What a factory may ask for; components are built on first use."""
-
-    @property
-    def settings(self) -> Settings: ...
-
-    @property
-    def embedder(self) -> Embedder: ...
-
-    @property
-    def store(self) -> Store: ...
-
-    @property
-    def chat_model(self) -> ChatModel: ...
-
-    @property
-    def reader(self) -> Reader | None: ...
-
-
-@dataclass(frozen=True)
-class StaticContext:
-    """A BuildContext of ready-made parts, for building a backend outside an index (tests,
-    evaluation scripts). A part left as None raises ConfigError when a backend asks for it."""
-
-    settings_: Settings | None = None
-    embedder_: Any = None
-    store_: Any = None
-    chat_model_: Any = None
-    reader_: Any = None
-
-    def _need(self, value: Any, what: str) -> Any:
-        if value is None:
-            raise ConfigError(f"This backend needs {what}, and none was given.")
-        return value
-
-    @property
-    def settings(self) -> Settings:
-        from citeline.settings import Settings
-
-        return self.settings_ or Settings()
-
-    @property
-    def embedder(self) -> Embedder:
-        return cast("Embedder", self._need(self.embedder_, "an embedder"))
-
-    @property
-    def store(self) -> Store:
-        return cast("Store", self._need(self.store_, "a store"))
-
-    @property
-    def chat_model(self) -> ChatModel:
-        return cast(
-            "ChatModel", self._need(self.chat_model_, "a chat model (chat_model or an LLM generator)")
-        )
-
-    @property
-    def reader(self) -> Reader | None:
-        return cast("Reader | None", self.reader_)
-
-
-Factory = Callable[..., Any]  # (context: BuildContext | None, argument: str | None, **options) -> backend
+# (context: citeline.build_context.BuildContext | None, argument: str | None, **options) -> backend
+Factory = Callable[..., Any]
 
 
 @dataclass(frozen=True)
@@ -223,8 +157,9 @@ class Registry:
         """Validate a spec without importing anything."""
         self.backend(kind, spec)
 
-    def create(self, kind: str, spec: str, context: BuildContext | None = None, **options: Any) -> Any:
-        """Build a backend: ``factory(context, argument, **options)`` (options: stores' open mode)."""
+    def create(self, kind: str, spec: str, context: Any = None, **options: Any) -> Any:
+        """Build a backend: ``factory(context, argument, **options)`` (options: stores' open mode);
+        ``context`` is a BuildContext (build_context.py), which sits above the stages' contracts."""
         backend, argument = self.backend(kind, spec)
         return backend.factory()(context, argument, **options)
 

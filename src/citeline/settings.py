@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import unquote
 
-from citeline.errors import ConfigError
+from citeline.errors import ConfigError, ConvexWithExpansionError
 
 SETTINGS_FILE = "citeline.toml"
 DEFAULT_INDEX = ".citeline"
@@ -370,6 +370,12 @@ def _validate(settings: Settings, where: str = "") -> None:
     for f in setting_fields():
         origin = where or settings.origin(f.name)
         _check_value(f.name, getattr(settings, f.name), origin)
+    if settings.fusion == "convex" and settings.query_expansion != "none":
+        where = (
+            where
+            or f"fusion: {settings.origin('fusion')}, query_expansion: {settings.origin('query_expansion')}"
+        )
+        raise ConvexWithExpansionError(where)
 
 
 def index_location(index: str | os.PathLike[str] | None = None) -> str:

@@ -9,18 +9,26 @@ earlier versions, which lack newer fields, load with their defaults).
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field, fields, replace
-from typing import Any, TypeVar, cast
+from dataclasses import dataclass, field, replace
+from typing import Any
 
-from citeline.models import Hit
-
-_T = TypeVar("_T")
+from citeline.jsonable import Jsonable, json_spec, omit_false, omit_none
+from citeline.types import Hit
 
 
 @dataclass(frozen=True)
-class TracedHit:
-    """A candidate as one stage saw it; ``n`` is its passage number when it was in the context."""
+class TracedHit(Jsonable):
+    """A candidate as one stage saw it; ``n`` is its passage number when it was in the context.
 
+    ``n``, ``cited_as`` and ``redacted`` come first in its JSON, and only when set: keyword-only,
+    they are last in ``__init__``."""
+
+    n: int | None = field(default=None, kw_only=True, metadata=json_spec(omit=omit_none))
+    #: the number the answer shows for this passage ([1], [2]...): None when the answer does not cite it
+    cited_as: int | None = field(default=None, kw_only=True, metadata=json_spec(omit=omit_none))
+    #: the reader of the trace may not read this passage's document: its source, heading and span
+    #: are left out (trace_access.py)
+    redacted: bool = field(default=False, kw_only=True, metadata=json_spec(omit=omit_false))
     chunk_id: str
     source: str = ""
     heading: str = ""
@@ -28,12 +36,6 @@ class TracedHit:
     end: int = 0
     score: float = 0.0
     stages: Mapping[str, Mapping[str, float]] = field(default_factory=dict)
-    n: int | None = None
-    #: the number the answer shows for this passage ([1], [2]...): None when the answer does not cite it
-    cited_as: int | None = None
-    #: the reader of the trace may not read this passage's document: its source, heading and span
-    #: are left out (trace_access.py)
-    redacted: bool = False
 
     @classmethod
     def of(cls, hit: Hit, n: int | None = None) -> TracedHit:
@@ -48,60 +50,36 @@ class TracedHit:
             n=n,
         )
 
-    def to_json(self) -> dict[str, Any]:
-        out: dict[str, Any] = {} if self.n is None else {"n": self.n}
-        if self.cited_as is not None:
-            out["cited_as"] = self.cited_as
-        if self.redacted:
-            out["redacted"] = True
-        out.update(
-            chunk_id=self.chunk_id,
-            source=self.source,
-            heading=self.heading,
-            start=self.start,
-            end=self.end,
-            score=self.score,
-            stages={k: dict(v) for k, v in self.stages.items()},
-        )
-        return out
 
-    @classmethod
-    def from_json(cls, data: Mapping[str, Any]) -> TracedHit:
-        return _from(cls, data)
+def _scored_json(pairs: tuple[tuple[str, float], ...]) -> list[dict[str, Any]]:
+    return [{"chunk_id": c, "score": round(s, 6)} for c, s in pairs]
+
+
+def _scored_of(items: list[Mapping[str, Any]]) -> tuple[tuple[str, float], ...]:
+    return tuple((c["chunk_id"], float(c["score"])) for c in items)
 
 
 @dataclass(frozen=True)
-class Candidates:
+class Candidates(Jsonable):
     """Each retrieval stage's list: (chunk id, score) for the engines, full hits once fused."""
 
-    bm25: tuple[tuple[str, float], ...] = ()
-    dense: tuple[tuple[str, float], ...] = ()
+    bm25: tuple[tuple[str, float], ...] = field(
+        default=(), metadata=json_spec(encode=_scored_json, decode=_scored_of)
+    )
+    dense: tuple[tuple[str, float], ...] = field(
+        default=(), metadata=json_spec(encode=_scored_json, decode=_scored_of)
+    )
     fused: tuple[TracedHit, ...] = ()
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "bm25": [{"chunk_id": c, "score": round(s, 6)} for c, s in self.bm25],
-            "dense": [{"chunk_id": c, "score": round(s, 6)} for c, s in self.dense],
-            "fused": [h.to_json() for h in self.fused],
-        }
-
-    @classmethod
-    def from_json(cls, data: Mapping[str, Any]) -> Candidates:
-        return cls(
-            bm25=tuple((c["chunk_id"], float(c["score"])) for c in data.get("bm25", [])),
-            dense=tuple((c["chunk_id"], float(c["score"])) for c in data.get("dense", [])),
-            fused=tuple(TracedHit.from_json(h) for h in data.get("fused", [])),
-        )
 
 
 @dataclass(frozen=True)
-class Check:
+class Check(Jsonable):
     """One answer sentence checked against the passages it cites."""
 
     text: str
     citations: tuple[int, ...]
     supported: bool
-    score: float
+    score: float = field(metadata=json_spec(digits=4))
     reason: str = ""
     verifier: str = ""
     #: the citations the sentence keeps, numbered as the answer shows them (``citations`` are
@@ -110,30 +88,11 @@ class Check:
     #: context passages the sentence cited that do not support it: not cited in the answer
     unsupporting: tuple[int, ...] = ()
     #: the reader of the trace may not read a passage the sentence could draw on: text left out
-    redacted: bool = False
-
-    def to_json(self) -> dict[str, Any]:
-        out = {
-            "text": self.text,
-            "citations": list(self.citations),
-            "supported": self.supported,
-            "score": round(self.score, 4),
-            "reason": self.reason,
-            "verifier": self.verifier,
-            "answer_citations": list(self.answer_citations),
-            "unsupporting": list(self.unsupporting),
-        }
-        if self.redacted:
-            out["redacted"] = True
-        return out
-
-    @classmethod
-    def from_json(cls, data: Mapping[str, Any]) -> Check:
-        return _from(cls, data)
+    redacted: bool = field(default=False, metadata=json_spec(omit=omit_false))
 
 
 @dataclass(frozen=True)
-class Trace:
+class Trace(Jsonable):
     id: str
     question: str
     #: who asked (``user:NAME``, ``local-admin``, ``anonymous``); only they and admins may read it
@@ -143,7 +102,7 @@ class Trace:
     expansion: Mapping[str, Any] | None = None
     context: tuple[TracedHit, ...] = ()
     relevance: Mapping[str, Any] = field(default_factory=dict)
-    #: what the question asks for: attribute, answer kind and subject (retrieval/slot.py)
+    #: what the question asks for: attribute, answer kind and subject (query/slot.py)
     slot: Mapping[str, Any] = field(default_factory=dict)
     threshold: float = 0.0
     generator: str = ""
@@ -177,43 +136,19 @@ class Trace:
     def with_(self, **changes: Any) -> Trace:
         return replace(self, **changes)
 
-    def to_json(self) -> dict[str, Any]:
-        out: dict[str, Any] = {}
-        for f in fields(self):
-            value = getattr(self, f.name)
-            if f.name == "candidates":
-                value = value.to_json()
-            elif f.name in ("context", "verification"):
-                value = [v.to_json() for v in value]
-            elif isinstance(value, tuple):
-                value = [dict(v) if isinstance(v, Mapping) else v for v in value]
-            elif isinstance(value, Mapping):
-                value = dict(value)
-            out[f.name] = value
-        return out
-
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> Trace:
-        known = {f.name for f in fields(cls)}
-        values: dict[str, Any] = {k: v for k, v in data.items() if k in known}
-        values["candidates"] = Candidates.from_json(data.get("candidates") or {})
-        values["context"] = tuple(TracedHit.from_json(h) for h in data.get("context") or [])
-        values["verification"] = tuple(Check.from_json(c) for c in data.get("verification") or [])
-        values["dropped_citations"] = tuple(data.get("dropped_citations") or ())
-        values["citations"] = tuple(data.get("citations") or ())
-        values.setdefault("id", "")
-        values.setdefault("question", "")
-        return cls(**values)
+        """A stored trace back; one written before a field existed takes the field's default."""
+        present = {k: v for k, v in data.items() if v is not None or k in _NULLABLE}
+        return super().from_json({"id": "", "question": "", **present})
 
 
-def _from(cls: type[_T], data: Mapping[str, Any]) -> _T:
-    known = {f.name for f in fields(cast(Any, cls))}
-    values = {k: (tuple(v) if isinstance(v, list) else v) for k, v in data.items() if k in known}
-    return cls(**values)
+#: the fields of a trace whose null is a value (the rest read a stored null as their default)
+_NULLABLE = frozenset({"expansion", "raw_completion", "confidence", "refusal_reason", "degraded", "reader"})
 
 
 @dataclass(frozen=True)
-class TraceSummary:
+class TraceSummary(Jsonable):
     """A row of `citeline trace` listings."""
 
     id: str
@@ -222,16 +157,6 @@ class TraceSummary:
     refused: bool
     support: float | None
     owner: str = ""
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "id": self.id,
-            "created_at": self.created_at,
-            "question": self.question,
-            "refused": self.refused,
-            "support": self.support,
-            "owner": self.owner,
-        }
 
 
 def context_hits(hits: Sequence[tuple[int, Hit]]) -> tuple[TracedHit, ...]:

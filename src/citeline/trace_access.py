@@ -16,7 +16,7 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
-from citeline.retrieval.filters import Filter, Principal
+from citeline.filters import Filter, Principal
 from citeline.trace import Candidates, Check, Trace, TracedHit
 
 if TYPE_CHECKING:

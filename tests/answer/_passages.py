@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from citeline.models import Chunk, Hit, Passage
+from citeline.types import Chunk, Hit, Passage
 
 ROUTER_FACTS = (
     "The Zephyr 3 router supports Wi-Fi 6E and has four gigabit Ethernet ports. Its firmware "

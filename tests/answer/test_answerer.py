@@ -16,7 +16,7 @@ import pytest
 import citeline
 from citeline.answer.context import assemble, compress, edge_order
 from citeline.kb import KnowledgeBase
-from citeline.models import REFUSAL, Draft, DraftSentence, Passage
+from citeline.types import REFUSAL, Draft, DraftSentence, Passage
 from conftest import ADMIN
 
 

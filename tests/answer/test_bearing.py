@@ -7,7 +7,7 @@ from tests.answer._passages import make_passages
 
 from citeline.answer.bearing import bears, bound_to_subject, missing_value, states_value
 from citeline.answer.units import binding_contexts, passage_units
-from citeline.retrieval.slot import asked_slot
+from citeline.query.slot import asked_slot
 
 
 @pytest.mark.parametrize(
@@ -124,7 +124,7 @@ def test_a_question_for_a_value_no_passage_states_is_refused_with_what_is_missin
 def test_a_question_without_identifiers_binds_a_value_by_its_proper_names() -> None:
     """DOCX option references list "Option: ...::Infinity", "Default: 1000000" as paragraphs: the
     default is the Infinity option's, not the one above or below it."""
-    from citeline.retrieval.query import analyze
+    from citeline.query.analysis import analyze
 
     slot = analyze("What is the resolver's Infinity score set to unless I change it?").slot
     assert slot.names == ("infinity",)

@@ -18,7 +18,7 @@ import citeline
 from citeline.answer.precision import precise_citations
 from citeline.answer.verify import Cited, Support
 from citeline.kb import KnowledgeBase
-from citeline.models import Draft, DraftSentence, Passage
+from citeline.types import Draft, DraftSentence, Passage
 from conftest import ADMIN
 
 QUESTION = "What does error ZX-7781 mean?"

@@ -15,7 +15,7 @@ import citeline
 from citeline.answer.citations import escape_markers, parse_citations
 from citeline.answer.prompt import build_messages, near_refusal
 from citeline.kb import KnowledgeBase
-from citeline.models import REFUSAL, Draft, DraftSentence, Passage
+from citeline.types import REFUSAL, Draft, DraftSentence, Passage
 from conftest import ADMIN
 
 

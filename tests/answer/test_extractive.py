@@ -11,8 +11,8 @@ from citeline.answer.extractive import READER_LEAD, READER_WEIGHT, ExtractiveGen
 from citeline.answer.reader import Reader, Reading, candidates
 from citeline.answer.reader import Scored as ReaderScored
 from citeline.embedding import make_embedder
-from citeline.models import Passage
-from citeline.retrieval.query import analyze, mentions_years
+from citeline.query.analysis import analyze, mentions_years
+from citeline.types import Passage
 
 from ._passages import make_passages
 
@@ -240,6 +240,7 @@ def test_blend_adds_the_readers_best_score_of_what_quotes_a_unit(
     question = "Which time unit is assumed without a suffix?"
     scored = blend.score_units(question, passages)
     blended = {s.unit.text: s for s in blend.blend(question, passages, scored)}
+    assert scored and set(blended) == {s.unit.text for s in scored}
     for s in scored:
         assert blended[s.unit.text].score == pytest.approx(s.score + READER_WEIGHT * gains[s.unit.text])
     # the floor is checked on the unblended scores, as it was chosen on them: refusals do not move

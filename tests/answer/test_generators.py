@@ -21,10 +21,11 @@ except ImportError:  # pragma: no cover - depends on the installed clients
 
 from citeline.answer.generators import local_models
 from citeline.answer.prompt import render_draft
+from citeline.build_context import StaticContext
 from citeline.errors import ConfigError, GeneratorError, MissingExtraError, UnknownBackendError
-from citeline.models import REFUSAL
-from citeline.registry import StaticContext, registry
+from citeline.registry import registry
 from citeline.settings import Settings
+from citeline.types import REFUSAL
 
 from ._passages import ROUTER_FACTS, make_passages
 
@@ -153,7 +154,8 @@ def test_openai_errors_become_generator_errors() -> None:
 
 
 def test_openai_config_from_settings(monkeypatch: pytest.MonkeyPatch) -> None:
-    from citeline.registry import StaticContext, registry
+    from citeline.build_context import StaticContext
+    from citeline.registry import registry
     from citeline.settings import Settings
 
     settings = Settings(generator_base_url="http://127.0.0.1:9/v1", generator_model="local-model")
@@ -361,7 +363,8 @@ def test_llm_tests_skip_without_the_model_but_fail_under_ci(monkeypatch: pytest.
 def test_thread_count_override(monkeypatch: pytest.MonkeyPatch) -> None:
     pytest.importorskip("xllamacpp")
     from citeline.answer.generators.llamacpp_gen import available_cpus
-    from citeline.registry import StaticContext, registry
+    from citeline.build_context import StaticContext
+    from citeline.registry import registry
     from citeline.settings import Settings, load_settings
 
     assert (

@@ -24,7 +24,7 @@ import pytest
 
 from citeline.answer.generators import local_models
 from citeline.answer.prompt import render_draft
-from citeline.models import Draft, Passage
+from citeline.types import Draft, Passage
 
 from ._passages import ROUTER_FACTS, make_passages
 

@@ -18,7 +18,7 @@ from citeline.answer.prompt import (
     response_format,
     structured_text_stream,
 )
-from citeline.models import REFUSAL, DraftSentence
+from citeline.types import REFUSAL, DraftSentence
 
 from ._passages import ROUTER_FACTS, make_passages
 

@@ -19,7 +19,7 @@ from citeline.answer.reader import PACKAGED, Reader, candidates, packaged_model
 from citeline.answer.units import heading_context
 from citeline.answer.verify import Cited
 from citeline.kb import KnowledgeBase
-from citeline.models import REFUSAL
+from citeline.types import REFUSAL
 from conftest import ADMIN
 
 from ._passages import make_passages

@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from citeline.answer.relevance import MISSING_PENALTY, assess, evidence_words, spelled_in, term_present
-from citeline.retrieval.query import analyze
+from citeline.query.analysis import analyze
 
 from ._passages import make_passages
 

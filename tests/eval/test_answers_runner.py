@@ -11,10 +11,10 @@ from click.testing import CliRunner
 
 import citeline
 from citeline.answer.verify import Cited, Support
+from citeline.cli.eval_answers import answers_command, compare_command
 from citeline.eval.answers import NO_JUDGE, QuestionRow, evaluate_answers
-from citeline.eval.answers_cli import answers_command, compare_command
+from citeline.filters import Filter
 from citeline.kb import KnowledgeBase
-from citeline.retrieval.filters import Filter
 
 GOLDEN = [
     {

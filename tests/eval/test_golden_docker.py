@@ -87,6 +87,7 @@ def test_counts_and_kinds(rows: list[dict[str, Any]]) -> None:
 
 
 def test_each_split_is_big_enough(splits: dict[str, list[dict[str, Any]]]) -> None:
+    assert splits
     for name, part in splits.items():
         assert len(part) >= 40, name
         assert sum(1 for r in part if not r["answerable"]) >= 12, name

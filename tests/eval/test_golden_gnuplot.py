@@ -125,7 +125,9 @@ def test_evidence_names_the_pdf_and_a_page(rows: list[dict[str, Any]]) -> None:
 
 
 def test_unanswerable_rows_carry_no_answer_and_record_the_check(rows: list[dict[str, Any]]) -> None:
-    for r in (r for r in rows if not r["answerable"]):
+    unanswerable = [r for r in rows if not r["answerable"]]
+    assert unanswerable
+    for r in unanswerable:
         assert not r["answers"] and not r["evidence"] and not r.get("reference"), r["id"]
         assert r["meta"].get("note"), r["id"]
 

@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
+from citeline.cli.eval_answers import compare_command
 from citeline.eval.answers.paired import paired_outcomes, sign_test
-from citeline.eval.answers_cli import compare_command
 
 
 @pytest.mark.parametrize(

@@ -26,7 +26,7 @@ from citeline.eval.answers import (
     summarize,
 )
 from citeline.eval.report import common_root, render_html, write_reports
-from citeline.models import REFUSAL, Answer, AnswerSentence, Citation
+from citeline.types import REFUSAL, Answer, AnswerSentence, Citation
 from datasets import in_ci
 
 HOSTILE = (

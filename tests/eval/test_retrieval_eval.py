@@ -10,7 +10,7 @@ from click.testing import CliRunner
 from tests.datasets import shared_dataset
 
 from citeline.eval.beir import BeirDataset, BeirDoc
-from citeline.eval.retrieval import (
+from citeline.eval.retrieval_run import (
     STAGE_ORDER,
     cache_key,
     documents_by_best_chunk,
@@ -102,7 +102,7 @@ def test_limit_queries_keeps_the_corpus() -> None:
 
 
 def test_cli_table_and_json(beir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from citeline.cli import main
+    from citeline.cli.main import main
 
     monkeypatch.setenv("CITELINE_EVAL_CACHE", str(tmp_path / "cache"))
     monkeypatch.setenv("COLUMNS", "200")  # rich would wrap the stage labels at 80 columns

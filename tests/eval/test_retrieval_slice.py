@@ -27,7 +27,7 @@ import pytest
 from tests.datasets import shared_dataset
 
 from citeline.eval.beir import fixed_slice, load_beir
-from citeline.eval.retrieval import evaluate_retrieval
+from citeline.eval.retrieval_run import evaluate_retrieval
 from citeline.rerank import DEFAULT_RERANKER
 
 BASELINE = Path(__file__).resolve().parents[1] / "data" / "baselines" / "scifact_slice.json"

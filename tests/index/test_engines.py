@@ -10,15 +10,15 @@ from pathlib import Path
 
 import numpy as np
 
-from citeline.components import open_store
+from citeline.filters import Filter, Principal
 from citeline.index.base import DocumentWrite
-from citeline.index.sqlite import SqliteStore, text_hash
+from citeline.index.sqlite import SqliteStore
 from citeline.index.sqlite.changelog import compact, log_floor, log_position
 from citeline.index.sqlite.engine_keyword import KeywordEngine
 from citeline.index.sqlite.schema import transaction
-from citeline.models import document_id_for
-from citeline.retrieval.filters import Filter, Principal
 from citeline.settings import Settings
+from citeline.types import document_id_for, text_hash
+from citeline.wiring import open_store
 from reliability.engine_worker import document_write
 
 ADMIN = Filter.admin()

@@ -12,11 +12,11 @@ import numpy as np
 import pytest
 from click.testing import CliRunner
 
-from citeline.cli import main
-from citeline.components import open_store
+from citeline.cli.main import main
+from citeline.filters import Filter
 from citeline.kb import KnowledgeBase
-from citeline.retrieval.filters import Filter
 from citeline.settings import load_settings
+from citeline.wiring import open_store
 from conftest import ADMIN, QUESTIONS
 
 QUESTION_TEXTS = [json.loads(line)["question"] for line in QUESTIONS.open() if line.strip()]

@@ -10,10 +10,10 @@ from pathlib import Path
 import numpy as np
 
 import citeline
-from citeline.index.sqlite import DB_NAME, text_hash
+from citeline.filters import Filter
+from citeline.index.sqlite import DB_NAME
 from citeline.index.sqlite.schema import SCHEMA_VERSION, _migrate_one
-from citeline.models import document_id_for
-from citeline.retrieval.filters import Filter
+from citeline.types import document_id_for, text_hash
 from conftest import ADMIN
 
 

@@ -14,11 +14,11 @@ import psycopg
 import pytest
 from click.testing import CliRunner
 
-from citeline.cli import main
-from citeline.components import open_store
+from citeline.cli.main import main
 from citeline.errors import CitelineError, SchemaTooNewError
+from citeline.filters import Filter, Principal
 from citeline.index.postgres.schema import DISTRIBUTION, REFERENCE_TABLES, SCHEMA_VERSION
-from citeline.retrieval.filters import Filter, Principal
+from citeline.wiring import open_store
 from conftest import ADMIN, OpenIndex
 
 ALICE_LIKE = Principal(user="alice", groups=("eng",))
@@ -72,8 +72,7 @@ def test_schema_is_versioned_and_a_newer_one_is_refused(pg_url: str) -> None:
 
 def test_hnsw_serves_wide_searches_and_narrow_filters_stay_exact(pg_url: str, tmp_path: Path) -> None:
     from citeline.index.base import DocumentWrite
-    from citeline.index.sqlite import text_hash
-    from citeline.models import Chunk, Document, document_id_for
+    from citeline.types import Chunk, Document, document_id_for, text_hash
 
     store = open_store(pg_url)
     dim, rng = 16, np.random.default_rng(3)

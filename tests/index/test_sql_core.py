@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from citeline.components import open_store
+from citeline.filters import Filter
 from citeline.index.sql.dialect import POSTGRES, SQLITE, Dialect
 from citeline.index.sql.store import SqlStore
-from citeline.retrieval.filters import Filter
+from citeline.wiring import open_store
 from index.test_store_contract import DIM, put
 
 

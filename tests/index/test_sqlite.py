@@ -68,8 +68,8 @@ def test_dense_matrix_is_saved_for_the_next_process_and_never_read_stale(tmp_pat
     opened on the index; after a write its key differs and SQLite is read again."""
     from tests.index.test_store_contract import DIM, _vector, put
 
+    from citeline.filters import Filter
     from citeline.index.sqlite import dense
-    from citeline.retrieval.filters import Filter
 
     location = tmp_path / "index"
     first = SqliteStore(location)
@@ -101,7 +101,7 @@ def test_dense_matrix_is_saved_for_the_next_process_and_never_read_stale(tmp_pat
 def test_a_damaged_saved_matrix_is_ignored(tmp_path: Path) -> None:
     from tests.index.test_store_contract import DIM, _vector, put
 
-    from citeline.retrieval.filters import Filter
+    from citeline.filters import Filter
 
     location = tmp_path / "index"
     store = SqliteStore(location)

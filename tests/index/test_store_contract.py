@@ -14,14 +14,13 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from citeline.components import open_store
 from citeline.errors import EmbedderMismatchError
+from citeline.filters import PUBLIC, Filter, Principal
 from citeline.index.base import ApiKey, DocumentWrite, Store
-from citeline.index.sqlite import text_hash
-from citeline.models import Chunk, Document, document_id_for
-from citeline.retrieval.filters import PUBLIC, Filter, Principal
 from citeline.settings import Settings
 from citeline.trace import Candidates, Check, Trace, TracedHit
+from citeline.types import Chunk, Document, document_id_for, text_hash
+from citeline.wiring import open_store
 
 #: "sqlite-engines": the embedded store with its derived engines (tantivy, faiss) at any size
 STORES = ["sqlite", "sqlite-engines", "postgresql"]

@@ -15,9 +15,9 @@ import citeline
 import citeline.ingest.batches as batches
 from citeline.embedding.hashing import HashingEmbedder
 from citeline.errors import IndexBusyError
-from citeline.index.sqlite import text_hash
+from citeline.filters import Filter
 from citeline.kb import KnowledgeBase
-from citeline.retrieval.filters import Filter
+from citeline.types import text_hash
 
 
 def _docs(folder: Path, n: int, sections: int = 2) -> list[Path]:

@@ -25,11 +25,11 @@ import pytest
 from click.testing import CliRunner
 
 import citeline
-from citeline.cli import main
+from citeline.cli.main import main
 from citeline.errors import WorkersUnavailableError
-from citeline.index.sqlite import text_hash
+from citeline.filters import Filter
 from citeline.kb import KnowledgeBase
-from citeline.retrieval.filters import Filter
+from citeline.types import text_hash
 from conftest import ROOT, SAMPLES, unavailable
 
 

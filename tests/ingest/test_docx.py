@@ -11,7 +11,7 @@ from docx.enum.style import WD_STYLE_TYPE
 from citeline.errors import ParseError
 from citeline.ingest.docx import DocxParser
 from citeline.ingest.registry import parser_for
-from citeline.models import ParsedDocument
+from citeline.types import ParsedDocument
 
 
 def _save(document: docx.document.Document) -> bytes:

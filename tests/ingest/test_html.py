@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 from citeline.errors import ParseError
 from citeline.ingest.html import HtmlParser
 from citeline.ingest.registry import parser_for
-from citeline.models import ParsedDocument
+from citeline.types import ParsedDocument
 
 P = HtmlParser()
 

@@ -11,7 +11,7 @@ import citeline
 from citeline.chunking import Chunker, ChunkingOptions
 from citeline.embedding import make_embedder
 from citeline.ingest.markdown import MarkdownParser
-from citeline.models import ParsedDocument
+from citeline.types import ParsedDocument
 from conftest import ADMIN
 
 API_PAGE = """\

@@ -9,7 +9,7 @@ import pytest
 from citeline.errors import ParseError
 from citeline.ingest.pdf import PdfParser
 from citeline.ingest.registry import parser_for
-from citeline.models import ParsedDocument
+from citeline.types import ParsedDocument
 
 from .pdfgen import Bookmark, Line, Page, Rect, build_pdf, flow, zero_page_pdf
 

@@ -18,7 +18,7 @@ from citeline.chunking import Chunker, ChunkingOptions
 from citeline.embedding import make_embedder
 from citeline.embedding.base import Embedder
 from citeline.ingest.pdf import PdfParser
-from citeline.models import ParsedDocument
+from citeline.types import ParsedDocument
 
 from .pdfgen import Line, Page, build_pdf, build_story, flow, table
 

@@ -14,9 +14,9 @@ import pytest
 
 import citeline
 import citeline.ingest.pipeline as pipeline
+from citeline.filters import Filter
 from citeline.kb import KnowledgeBase
-from citeline.models import Document
-from citeline.retrieval.filters import Filter
+from citeline.types import Document
 
 OLD = time.time() - 3600  # a modification time well before indexing
 
@@ -293,7 +293,9 @@ def test_tags_and_acl_change_without_reading(hkb: KnowledgeBase, tmp_path: Path,
     reads.clear()
     report = _add(hkb, docs, tags={"team": "ops"}, acl=["group:ops"])
     assert len(report.unchanged) == 2 and reads == []
-    for d in hkb.store.documents(Filter.admin()):
+    documents = hkb.store.documents(Filter.admin())
+    assert len(documents) == 2
+    for d in documents:
         assert d.tags == {"team": "ops"} and d.acl == ("group:ops",)
 
 
@@ -323,7 +325,7 @@ def test_cli_rehash_reads_every_file(
 ) -> None:
     from click.testing import CliRunner
 
-    from citeline.cli import main
+    from citeline.cli.main import main
 
     docs = tmp_path / "docs"
     _docs(docs, 2)

@@ -11,12 +11,11 @@ import sys
 
 import numpy as np
 
-from citeline.components import open_store
+from citeline.filters import Filter
 from citeline.index.base import DocumentWrite
-from citeline.index.sqlite import text_hash
-from citeline.models import Chunk, Document, document_id_for
-from citeline.retrieval.filters import Filter
 from citeline.settings import Settings
+from citeline.types import Chunk, Document, document_id_for, text_hash
+from citeline.wiring import open_store
 
 DIM = 16
 PER_DOC = 20

@@ -29,8 +29,8 @@ import pytest
 
 import citeline
 from citeline.access import create_key
+from citeline.filters import Filter, Principal
 from citeline.kb import KnowledgeBase
-from citeline.retrieval.filters import Filter, Principal
 from conftest import OpenIndex
 from serve.live import serving, variant
 
@@ -151,7 +151,7 @@ READER = textwrap.dedent(
     """
     import json, sys, time
     import citeline
-    from citeline.retrieval.filters import Filter
+    from citeline.filters import Filter
     kb = citeline.open(sys.argv[1], create=False)
     out = {"reads": 0, "errors": [], "seconds": [], "hits": []}
     deadline = time.monotonic() + float(sys.argv[2])

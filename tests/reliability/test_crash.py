@@ -22,8 +22,9 @@ import time
 from pathlib import Path
 
 import citeline
+from citeline.filters import Filter, Principal
 from citeline.index.sqlite import DB_NAME
-from citeline.retrieval.filters import Filter, Principal
+from citeline.types import REFUSAL
 from conftest import OpenIndex
 
 from .util import (
@@ -114,8 +115,19 @@ def test_kill_during_ingest_again_and_again(open_index: OpenIndex, tmp_path: Pat
             figures["readds_completed"] += 1
             matches_folder(index, docs)
     kb = citeline.open(index, create=False)
-    answer = kb.ask("How often does component C3-4 retry?", ADMIN)
-    assert answer.citations or answer.refused
+    # the last round re-added the folder: the index finds report 3 while it is there (the hashing
+    # embedder's relevance is too weak for the extractive answer, which may refuse: then exactly so)
+    question = "How often does component C3-4 retry?"
+    hits = kb.search(question, ADMIN, k=3)
+    answer = kb.ask(question, ADMIN)
+    if (docs / "report-003.md").exists():
+        assert (
+            hits[0].source.endswith("report-003.md") and "C3-4 retries every 6 seconds" in hits[0].chunk.text
+        )
+        assert answer.answer == REFUSAL if answer.refused else "6 seconds" in answer.answer, answer
+        assert answer.refused or any(c.source.endswith("report-003.md") for c in answer.citations)
+    else:
+        assert not any(h.source.endswith("report-003.md") for h in hits)
     kb.close()
     report_figures(f"crash_loop_{open_index.store}", {**figures, **counts})
     assert figures["killed_after_a_commit"] >= 1

@@ -20,7 +20,7 @@ import time
 from pathlib import Path
 
 import citeline
-from citeline.retrieval.filters import Principal
+from citeline.filters import Principal
 from conftest import OpenIndex
 
 from .util import cli, cli_env, generation, report_figures, size, write_docs

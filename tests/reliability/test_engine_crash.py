@@ -18,10 +18,10 @@ import sys
 import time
 from pathlib import Path
 
-from citeline.components import open_store
+from citeline.filters import Filter
 from citeline.index.sqlite import DB_NAME
-from citeline.retrieval.filters import Filter
 from citeline.settings import Settings
+from citeline.wiring import open_store
 
 from .engine_worker import DIM, vector
 from .util import cli, cli_env, report_figures, size

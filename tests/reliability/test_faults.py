@@ -25,10 +25,10 @@ import pytest
 import citeline
 from citeline.embedding.hashing import HashingEmbedder
 from citeline.errors import GeneratorError, ReadOnlyIndexError
+from citeline.filters import Filter, Principal
 from citeline.index.sqlite import DB_NAME
 from citeline.kb import KnowledgeBase
 from citeline.retrieval.breaker import CircuitBreaker
-from citeline.retrieval.filters import Filter, Principal
 
 from .util import cli, cli_env, report_figures, write_docs
 

@@ -32,8 +32,8 @@ import pytest
 
 import citeline
 from citeline.errors import CitelineError, IndexBusyError, IndexUnavailableError, ReadOnlyIndexError
+from citeline.filters import Principal
 from citeline.index.postgres.local import LocalPostgres
-from citeline.retrieval.filters import Principal
 from conftest import unavailable
 
 from .util import cli, cli_env, generation, matches_folder, report_figures, size, verify_whole, write_docs

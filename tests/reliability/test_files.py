@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 
 import citeline
+from citeline.filters import Filter
 from citeline.kb import KnowledgeBase
-from citeline.retrieval.filters import Filter
 
 from .util import cli, write_docs
 

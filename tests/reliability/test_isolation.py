@@ -30,8 +30,8 @@ import pytest
 import citeline
 from citeline.access import create_key, revoke
 from citeline.errors import DocumentNotFoundError
+from citeline.filters import Filter, Principal
 from citeline.kb import KnowledgeBase
-from citeline.retrieval.filters import Filter, Principal
 from conftest import STORES
 from serve.live import serving
 

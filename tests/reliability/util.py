@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import citeline
-from citeline.retrieval.filters import Filter
+from citeline.filters import Filter
 
 #: an index location: a folder (the embedded store) or a postgresql:// URL
 Index = str | Path

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from citeline.models import Chunk, Hit, StageScore
+from citeline.types import Chunk, Hit, StageScore
 
 
 def make_hit(

@@ -13,8 +13,9 @@ import numpy as np
 import pytest
 from tests.rerank._hits import make_hit
 
+from citeline.build_context import StaticContext
 from citeline.errors import ConfigError
-from citeline.registry import StaticContext, registry
+from citeline.registry import registry
 from citeline.rerank.cross_encoder import CrossEncoderReranker, OnnxPairScorer
 
 onnx = pytest.importorskip("onnx")

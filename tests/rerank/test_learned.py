@@ -10,8 +10,9 @@ import numpy as np
 import pytest
 from tests.rerank._hits import make_hit
 
+from citeline.build_context import StaticContext
 from citeline.errors import ConfigError
-from citeline.registry import StaticContext, registry
+from citeline.registry import registry
 from citeline.rerank.learned import (
     FEATURES,
     LearnedReranker,

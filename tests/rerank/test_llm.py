@@ -7,8 +7,9 @@ from collections.abc import Mapping, Sequence
 import pytest
 from tests.rerank._hits import make_hit
 
+from citeline.build_context import StaticContext
 from citeline.errors import ConfigError
-from citeline.registry import StaticContext, registry
+from citeline.registry import registry
 from citeline.rerank.llm import LlmReranker, build_prompt, parse_ranking
 
 

@@ -8,8 +8,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from citeline.filters import Filter, Principal
 from citeline.kb import KnowledgeBase, open_kb
-from citeline.retrieval.filters import Filter, Principal
 
 SAMPLES = Path(__file__).resolve().parents[2] / "samples"
 QUESTION = "What does error LDG-4012 mean and how do I fix it?"
@@ -68,9 +68,9 @@ def test_the_trace_says_which_vectors_each_hit_came_from(kb: KnowledgeBase) -> N
 def test_an_index_with_pending_chunks_is_not_copied_before_its_pass(
     kb: KnowledgeBase, tmp_path: Path
 ) -> None:
-    from citeline.components import open_store
     from citeline.errors import CitelineError
     from citeline.index.migrate import migrate
+    from citeline.wiring import open_store
 
     target = open_store(str(tmp_path / "copy"))
     try:

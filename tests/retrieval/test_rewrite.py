@@ -8,9 +8,9 @@ from pathlib import Path
 import pytest
 
 import citeline
-from citeline.errors import ConfigError
+from citeline.errors import ConfigError, ConvexWithExpansionError
+from citeline.filters import Filter
 from citeline.kb import KnowledgeBase
-from citeline.retrieval.filters import Filter
 from citeline.retrieval.hybrid import HybridRetriever
 from citeline.retrieval.rewrite import Expansion, QueryExpander, is_vague, parse_rewrites
 from conftest import ADMIN
@@ -92,3 +92,30 @@ def test_expansion_needs_an_llm_generator(tmp_path: Path) -> None:
     kb.close()
     with pytest.raises(ConfigError, match="query_expansion"):
         citeline.open(tmp_path / "other", query_expansion="sometimes")
+
+
+def test_convex_fusion_with_expansion_is_refused_naming_both_settings(tmp_path: Path) -> None:
+    # Convex fusion weighs one BM25 list against one dense list: it cannot fuse expansion's lists,
+    # and silently fusing them by RRF instead would hide that the setting does nothing.
+    (tmp_path / "citeline.toml").write_text('fusion = "convex"\nquery_expansion = "multi"\n')
+    with pytest.raises(ConvexWithExpansionError, match=r"fusion = rrf, or query_expansion = none") as caught:
+        citeline.open(tmp_path)
+    assert "citeline.toml" in str(caught.value)
+
+
+def test_convex_fusion_asked_per_search_with_expansion_is_refused_before_the_llm(tmp_path: Path) -> None:
+    kb = citeline.open(tmp_path / "index", query_expansion="multi")
+    model = Recorder("a rewrite")
+    kb.components._expander = QueryExpander(model, "multi")
+    with pytest.raises(ConvexWithExpansionError, match="query_expansion = multi"):
+        kb.search("Which component restarts every night?", ADMIN, fusion="convex")
+    assert model.prompts == []
+    kb.close()
+
+
+def test_convex_fusion_with_an_empty_expansion_stays_convex(docs_dir: Path, kb: KnowledgeBase) -> None:
+    kb.add([docs_dir])
+    retriever = HybridRetriever(kb.store, kb.embedder)
+    got = retriever.retrieve("nightly restart", Filter.admin(), k=3, fusion="convex", expansion=Expansion())
+    plain = retriever.retrieve("nightly restart", Filter.admin(), k=3, fusion="convex")
+    assert got.hits and [h.chunk.id for h in got.hits] == [h.chunk.id for h in plain.hits]

@@ -12,9 +12,9 @@ from typing import Any
 
 import uvicorn
 
-from citeline.components import open_store
 from citeline.kb import KnowledgeBase
 from citeline.server.app import create_app
+from citeline.wiring import open_store
 
 
 def free_port() -> int:

@@ -14,8 +14,8 @@ import httpx
 import pytest
 
 from citeline.access import key_hash
+from citeline.filters import Principal
 from citeline.index.sqlite import DB_NAME
-from citeline.retrieval.filters import Principal
 
 from .conftest import SECRET, Corpus, bearer
 from .live import serving, variant

@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 from citeline.answer.units import passage_units
-from citeline.models import Draft, DraftSentence, Passage
+from citeline.types import Draft, DraftSentence, Passage
 
 from .conftest import Corpus
 from .live import serving, variant

@@ -14,8 +14,7 @@ from pathlib import Path
 
 import citeline
 from citeline.access import create_key
-from citeline.ingest.pdf_positions import parse_with_positions
-from citeline.server.pdf_pages import render_png, span_boxes
+from citeline.server.pdf_pages import parse_with_positions, render_png, span_boxes
 
 from .conftest import ROOT, manual_pdf
 
@@ -82,7 +81,7 @@ def test_keys_expire(tmp_path: Path) -> None:
 
 def test_help_does_not_import_the_server_stack() -> None:
     code = (
-        "import sys\nfrom click.testing import CliRunner\nfrom citeline.cli import main\n"
+        "import sys\nfrom click.testing import CliRunner\nfrom citeline.cli.main import main\n"
         "r = CliRunner().invoke(main, ['--help'])\nassert r.exit_code == 0 and 'serve' in r.output, r.output\n"
         "bad = [m for m in ('fastapi', 'uvicorn', 'mcp', 'starlette', 'prometheus_client') if m in sys.modules]\n"
         "assert not bad, bad\n"

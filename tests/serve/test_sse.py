@@ -14,8 +14,8 @@ from typing import Any
 
 import httpx
 
-from citeline.models import Draft, DraftSentence, Passage
-from citeline.retrieval.query import Query
+from citeline.query.analysis import Query
+from citeline.types import Draft, DraftSentence, Passage
 
 from .conftest import Corpus, bearer
 from .live import serving, variant

@@ -7,7 +7,10 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from training.refusal_signals import SIGNALS, fit_logistic, main, recall_at
+from training.refusal_signals import SIGNALS, asked, fit_logistic, main, recall_at
+
+from citeline.kb import KnowledgeBase
+from conftest import ADMIN
 
 
 @pytest.mark.parametrize(
@@ -65,3 +68,29 @@ def test_without_questions_or_saved_signals_it_says_so(
     with pytest.raises(SystemExit):
         main(["--load", str(tmp_path / "gone.json")])
     assert "gone.json: no such file" in capsys.readouterr().err
+
+
+def test_asked_takes_each_question_as_ask_does_up_to_its_limit(
+    docs_dir: Path, kb: KnowledgeBase, tmp_path: Path
+) -> None:
+    kb.add([docs_dir])
+    questions = tmp_path / "questions.jsonl"
+    rows = [
+        {"id": "q1", "question": "How many  jobs does the alpha queue hold?", "answerable": True},
+        {"id": "q2", "question": "What colour is the moon's umbrella?", "answerable": False},
+        {"id": "q3", "question": "How do I install the alpha package?", "answerable": True},
+    ]
+    questions.write_text("\n".join(json.dumps(r) for r in rows) + "\n\n", encoding="utf-8")
+
+    taken = list(asked(kb, questions, limit=2))
+
+    assert [row["id"] for row, _ in taken] == ["q1", "q2"]  # in order, the limit respected
+    first = taken[0][1]
+    assert first.query.text == "How many jobs does the alpha queue hold?"  # checked as ask checks it
+    assert first.passages and first.passages[0].hit.source.endswith("alpha.md")
+    # the signals are the ones ask decides on
+    for row, prepared in taken:
+        answer = kb.ask(row["question"], ADMIN)
+        assert answer.relevance == pytest.approx(prepared.relevance.score), row["id"]
+    assert not kb.ask(rows[0]["question"], ADMIN).refused
+    assert len(list(asked(kb, questions))) == 3  # no limit: every row

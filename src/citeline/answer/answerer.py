@@ -27,16 +27,25 @@ from citeline.answer.relevance import Relevance, assess
 from citeline.answer.units import heading_context, table_header
 from citeline.answer.verify import Cited, Support, Verifier
 from citeline.errors import InvalidQuestionError
+from citeline.filters import Filter
 from citeline.index.base import Store
-from citeline.index.sql.rows import text_hash
-from citeline.models import REFUSAL, Answer, AnswerSentence, Citation, Draft, Hit, Passage, SentenceQuote
+from citeline.query.analysis import Query, analyze
 from citeline.rerank.base import Reranker
 from citeline.retrieval.diversity import mmr
-from citeline.retrieval.filters import Filter
 from citeline.retrieval.hybrid import HybridRetriever, Retrieval
-from citeline.retrieval.query import Query, analyze
 from citeline.settings import Settings
 from citeline.trace import Candidates, Check, Trace, TracedHit
+from citeline.types import (
+    REFUSAL,
+    Answer,
+    AnswerSentence,
+    Citation,
+    Draft,
+    Hit,
+    Passage,
+    SentenceQuote,
+    text_hash,
+)
 
 #: called once per draft sentence right after its claim check, in answer order, with the sentence
 #: (passage numbers as in the context, before renumbering), the check's result and the passages
@@ -417,27 +426,10 @@ class Answerer:
             for s in final
             if not s.removed and s.citations
         )
-        citations = []
-        for old in order:
-            p = by_number[old]
-            quote_start, quote_end = quotes[old][1] if old in quotes else (p.chunk.start, p.chunk.end)
-            citations.append(
-                Citation(
-                    n=renumber[old],
-                    document_id=p.chunk.document_id,
-                    source=p.hit.source,
-                    title=p.hit.title,
-                    page=p.chunk.page,
-                    page_end=p.chunk.page_end,
-                    heading=p.chunk.heading,
-                    start=p.chunk.start,
-                    end=p.chunk.end,
-                    quote=p.chunk.text,
-                    chunk_id=p.chunk.id,
-                    quote_start=quote_start,
-                    quote_end=quote_end,
-                )
-            )
+        citations = [
+            Citation.of(by_number[old], renumber[old], quotes[old][1] if old in quotes else None)
+            for old in order
+        ]
         trace = trace.with_(
             verification=tuple(checks),
             dropped_citations=tuple(dropped),

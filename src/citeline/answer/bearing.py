@@ -14,8 +14,8 @@ from collections.abc import Sequence
 
 from citeline.answer.answer_type import can_answer
 from citeline.answer.units import binding_contexts, chunk_units, never_an_answer
-from citeline.models import Chunk, Hit, Passage
-from citeline.retrieval.slot import Slot
+from citeline.query.slot import Slot
+from citeline.types import Chunk, Hit, Passage
 
 _I = re.IGNORECASE
 # Questions for a value whose context is widened when no chunk of it states one, and by how many

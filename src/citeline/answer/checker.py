@@ -19,7 +19,7 @@ from citeline.answer.units import Unit, passage_units
 from citeline.answer.verify import Cited, Support
 
 if TYPE_CHECKING:
-    from citeline.registry import BuildContext
+    from citeline.build_context import BuildContext
 
 _SHORT_PASSAGE = 600  # characters: whole passages up to this long are premises too
 

@@ -16,7 +16,7 @@ from typing import NamedTuple
 
 import blingfire
 
-from citeline.models import DraftSentence
+from citeline.types import DraftSentence
 
 _OPEN = "[\\[［【]"
 _CLOSE = "[\\]］】]"

@@ -14,8 +14,8 @@ from collections.abc import Callable, Sequence
 
 from citeline.answer.relevance import weighted_coverage
 from citeline.answer.units import passage_units
-from citeline.models import Hit, Passage
-from citeline.retrieval.bm25 import query_terms
+from citeline.text.terms import query_terms
+from citeline.types import Hit, Passage
 
 TokenCounter = Callable[[Sequence[str]], list[int]]
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, cast
 
 import numpy as np
 
@@ -28,13 +28,13 @@ from citeline.answer.units import (
 from citeline.embedding.base import Embedder
 from citeline.embedding.memo import remembered
 from citeline.errors import ConfigError
-from citeline.models import Draft, DraftSentence, Passage
+from citeline.query.analysis import Query, analyze, mentions_years
 from citeline.retrieval.hybrid import exact_codes, mentions
-from citeline.retrieval.query import Query, analyze, mentions_years
+from citeline.types import Draft, DraftSentence, Passage
 
 if TYPE_CHECKING:
     from citeline.answer.reader import Reader
-    from citeline.registry import BuildContext
+    from citeline.build_context import BuildContext
 
 SIMILARITY_WEIGHT = 0.55
 OVERLAP_WEIGHT = 0.45
@@ -49,7 +49,7 @@ READER_LEAD = 0.9
 # +2 (3 better, 1 worse) / +6 (none worse), 0.3 +3 / +2 (5 better, 3 worse), 0.4 +3 / +2 (6
 # better, 4 worse). Through the pipeline 0.2 gave +2 / +4, none worse on ConditionalQA.
 READER_WEIGHT = 0.2
-# The questions whose answer-bearing units lead the answer (retrieval/slot.py)
+# The questions whose answer-bearing units lead the answer (query/slot.py)
 LEADING_ATTRIBUTES = frozenset({"default", "maximum", "minimum", "version", "quantity", "which"})
 
 
@@ -333,10 +333,14 @@ def extractive_factory(context: BuildContext | None, argument: str | None) -> Ex
     if context is None:
         raise ConfigError("The extractive generator needs the index's embedder (build it from settings).")
     s = context.settings
+    # the context's reader is answer/reader.py:Reader (build_context.py names it from below)
+    reader = (
+        cast("Reader | None", context.reader) if s.extractive_picks in ("blend", "reader", "both") else None
+    )
     return ExtractiveGenerator(
         context.embedder,
         max_sentences=s.max_answer_sentences,
         min_score=s.min_answer_score,
-        reader=context.reader if s.extractive_picks in ("blend", "reader", "both") else None,
+        reader=reader,
         picks=s.extractive_picks,
     )

@@ -2,12 +2,12 @@
 
 The model sees numbered sources wrapped in ``<source id="n" ...>`` ... ``</source>`` and is told
 to answer only from them, to cite ``[n]`` after every claim, to reply exactly with
-:data:`~citeline.models.REFUSAL` when the sources do not hold the answer, and never to follow
+:data:`~citeline.types.REFUSAL` when the sources do not hold the answer, and never to follow
 instructions found inside a source. Text inside a source cannot close or open a delimiter: any
 look-alike (``</source>``, ``<sources>``, ``<question>``, full-width brackets too) is escaped.
 
 With structured output the reply must match :func:`answer_schema`; :func:`parse_structured`
-turns it into a :class:`~citeline.models.Draft` and falls back to :func:`parse_free_text`
+turns it into a :class:`~citeline.types.Draft` and falls back to :func:`parse_free_text`
 when the reply is not valid JSON.
 """
 
@@ -27,8 +27,8 @@ from citeline.answer.citations import (
     split_cited_sentences,
     strip_citations,
 )
-from citeline.models import REFUSAL, Draft, DraftSentence, Passage
-from citeline.retrieval.query import Query
+from citeline.query.analysis import Query
+from citeline.types import REFUSAL, Draft, DraftSentence, Passage
 
 #: the JSON schema's name where an API asks for one
 SCHEMA_NAME = "cited_answer"

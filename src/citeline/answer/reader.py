@@ -32,12 +32,12 @@ from citeline.answer.units import (
     never_an_answer,
 )
 from citeline.errors import ConfigError
-from citeline.models import Hit, Passage
-from citeline.retrieval.query import Query, analyze
+from citeline.query.analysis import Query, analyze
+from citeline.types import Hit, Passage
 
 if TYPE_CHECKING:
+    from citeline.build_context import BuildContext
     from citeline.embedding.base import Embedder
-    from citeline.registry import BuildContext
 
 PACKAGED = Path(__file__).parent / "data" / "cross-encoder"
 _READ_MEMO = 2048  # (question, unit) scores kept: a few questions' worth of reranked passages
@@ -264,7 +264,7 @@ class ReaderReranker:
     def rerank(self, query: Query | str, hits: Sequence[Hit]) -> list[Hit]:
         from dataclasses import replace
 
-        from citeline.models import StageScore
+        from citeline.types import StageScore
 
         if not hits:
             return []

@@ -12,16 +12,17 @@ import difflib
 import itertools
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
-from citeline.models import Hit
-from citeline.retrieval.bm25 import is_identifier
-from citeline.retrieval.query import Query, years_in
+from citeline.jsonable import Jsonable, json_spec, omit_false
+from citeline.query.analysis import Query, years_in
+from citeline.text.terms import is_identifier
+from citeline.types import Hit
 
 _WORD = re.compile(r"\w+(?:[-_./:]\w+)*")
 # "3.x", "2.4.*", "v5.x": a release series; any release of it in the text mentions it.
 _SERIES = re.compile(r"(v?\d+(?:\.\d+)*)\.[x*]", re.IGNORECASE)
-# A versioned name ("mysql 5.7", "chronicles 2", "election 2017"; retrieval/query.py: versioned_names)
+# A versioned name ("mysql 5.7", "chronicles 2", "election 2017"; query/analysis.py: versioned_names)
 _VERSIONED = re.compile(r"([a-z][\w-]*) (v?\d+(?:\.\d+)*)")
 
 DENSE_WEIGHT = 0.6
@@ -36,26 +37,14 @@ TYPO_SIMILARITY = 0.85
 
 
 @dataclass(frozen=True)
-class Relevance:
-    score: float
-    dense_best: float
-    coverage: float
+class Relevance(Jsonable):
+    score: float = field(metadata=json_spec(digits=4))
+    dense_best: float = field(metadata=json_spec(digits=4))
+    coverage: float = field(metadata=json_spec(digits=4))
     missing_identifiers: tuple[str, ...]
     missing_terms: tuple[str, ...] = ()
     #: the dense side did not answer (circuit breaker): the score is the keyword coverage alone
-    keyword_only: bool = False
-
-    def to_json(self) -> dict[str, object]:
-        out: dict[str, object] = {
-            "score": round(self.score, 4),
-            "dense_best": round(self.dense_best, 4),
-            "coverage": round(self.coverage, 4),
-            "missing_identifiers": list(self.missing_identifiers),
-            "missing_terms": list(self.missing_terms),
-        }
-        if self.keyword_only:
-            out["keyword_only"] = True
-        return out
+    keyword_only: bool = field(default=False, metadata=json_spec(omit=omit_false))
 
 
 def _stem(term: str) -> str:

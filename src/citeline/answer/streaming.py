@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from citeline.answer.verify import Support
-from citeline.models import AnswerSentence, Citation, Passage, SentenceQuote
+from citeline.types import AnswerSentence, Citation, Passage, SentenceQuote
 
 
 @dataclass(frozen=True)
@@ -148,21 +148,5 @@ class SentenceStream:
 
     def _citation(self, p: Passage, quote: SentenceQuote | None) -> Citation:
         """The passage as this sentence cites it: its quote is this sentence's support."""
-        quote_start, quote_end = (
-            (quote.quote_start, quote.quote_end) if quote is not None else (p.chunk.start, p.chunk.end)
-        )
-        return Citation(
-            n=self._renumber[p.number],
-            document_id=p.chunk.document_id,
-            source=p.hit.source,
-            title=p.hit.title,
-            page=p.chunk.page,
-            page_end=p.chunk.page_end,
-            heading=p.chunk.heading,
-            start=p.chunk.start,
-            end=p.chunk.end,
-            quote=p.chunk.text,
-            chunk_id=p.chunk.id,
-            quote_start=quote_start,
-            quote_end=quote_end,
-        )
+        span = (quote.quote_start, quote.quote_end) if quote is not None else None
+        return Citation.of(p, self._renumber[p.number], span)

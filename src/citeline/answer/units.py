@@ -7,8 +7,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from citeline.answer.prompt import near_refusal
-from citeline.chunking import sentence_spans
-from citeline.models import Chunk
+from citeline.text.sentences import sentence_spans
+from citeline.types import Chunk
 
 _BULLET = re.compile(r"^\s*(?:[-*+]|\d+[.)])\s+")
 # A separator row (| --- | :-: |): only pipes, colons, dashes and spaces. Written without nested

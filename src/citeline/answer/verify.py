@@ -18,15 +18,15 @@ from typing import TYPE_CHECKING, NamedTuple, Protocol
 import numpy as np
 import numpy.typing as npt
 
-from citeline.answer.chat import ChatModel, user
 from citeline.answer.relevance import evidence_words, term_present
 from citeline.answer.units import Unit, passage_units
+from citeline.chat import ChatModel, user
 from citeline.embedding.base import Embedder
 from citeline.errors import ConfigError
-from citeline.retrieval.bm25 import query_terms
+from citeline.text.terms import query_terms
 
 if TYPE_CHECKING:
-    from citeline.registry import BuildContext
+    from citeline.build_context import BuildContext
 
 _NUMBER = re.compile(r"\d+(?:[.,]\d+)*")
 

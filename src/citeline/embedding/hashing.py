@@ -16,7 +16,7 @@ import numpy as np
 from citeline.embedding.base import Vectors
 
 if TYPE_CHECKING:
-    from citeline.registry import BuildContext
+    from citeline.build_context import BuildContext
 
 _TOKEN = re.compile(r"\w+", re.UNICODE)
 

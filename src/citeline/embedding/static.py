@@ -23,7 +23,7 @@ from citeline.embedding.tokenized import WINDOW, TokenizedTexts
 from citeline.errors import ConfigError
 
 if TYPE_CHECKING:
-    from citeline.registry import BuildContext
+    from citeline.build_context import BuildContext
 
 MINILM_STATIC = DATA_DIR / "minilm-static"
 

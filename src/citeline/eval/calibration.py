@@ -19,9 +19,9 @@ import json
 from pathlib import Path
 from typing import Any
 
-from citeline.components import Components
+from citeline.filters import Filter
 from citeline.kb import KnowledgeBase
-from citeline.retrieval.filters import Filter
+from citeline.wiring import Components
 
 THRESHOLDS = [round(0.30 + 0.02 * i, 3) for i in range(21)]
 # finer at the low end: a reader that pushes non-answers to near zero is best cut there

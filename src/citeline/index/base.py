@@ -6,7 +6,7 @@ Two stores implement it, both on one SQL core (index/sql/): the embedded SQLite 
 
 * Documents, their text, original bytes and chunks; a document is replaced atomically (readers
   see the old or the new version, never half). Document ids come from (collection, source), see
-  ``citeline.models.document_id_for``.
+  ``citeline.types.document_id_for``.
 * Vectors cached by the hash of the indexed chunk text, per embedder.
 * Keyword and vector search with filters applied *before* ranking (pre-filtering): a filter
   matching 1% of chunks still returns k results.
@@ -30,12 +30,13 @@ from typing import TYPE_CHECKING, Any, Protocol
 import numpy as np
 import numpy.typing as npt
 
-from citeline.models import Chunk, Document
-from citeline.retrieval.filters import Filter
+from citeline.filters import Filter
+from citeline.jsonable import Jsonable
 from citeline.trace import Trace, TraceSummary
+from citeline.types import Chunk, Document
 
 if TYPE_CHECKING:
-    from citeline.retrieval.query import Query
+    from citeline.query.analysis import Query
     from citeline.settings import Settings
 
 Vector = npt.NDArray[np.float32]
@@ -157,7 +158,7 @@ class StoredFile:
 
 
 @dataclass(frozen=True)
-class Problem:
+class Problem(Jsonable):
     """One inconsistency found by ``Store.check``.
 
     ``kind``: ``integrity`` (the database itself), ``keyword-index`` / ``vector-index`` (a derived
@@ -170,9 +171,6 @@ class Problem:
     kind: str
     detail: str
     repaired: bool = False
-
-    def to_json(self) -> dict[str, Any]:
-        return {"kind": self.kind, "detail": self.detail, "repaired": self.repaired}
 
 
 class Store(Protocol):

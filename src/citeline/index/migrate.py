@@ -15,10 +15,9 @@ from contextlib import nullcontext
 from dataclasses import dataclass
 
 from citeline.errors import CitelineError
+from citeline.filters import Filter
 from citeline.index.base import DocumentWrite, Store
-from citeline.index.sql.rows import text_hash
-from citeline.models import Document
-from citeline.retrieval.filters import Filter
+from citeline.types import Document, text_hash
 
 Progress = Callable[[str, int], None]
 
@@ -42,8 +41,9 @@ class MigrationReport:
 
 
 def migrate(
-    source: Store, target: Store, progress: Progress | None = None, batch: int = 32
+    source: Store, target: Store, progress: Progress | None = None, batch: int = 32, *, traces: bool = True
 ) -> MigrationReport:
+    """Copy ``source`` into ``target``; ``traces=False`` leaves the traces behind (a scratch copy)."""
     info = source.embedder_info()
     if info is None:
         raise CitelineError(f"{source.location} holds no index to copy (no embedder bound yet).")
@@ -85,7 +85,7 @@ def migrate(
         if target.find_api_key(key.key_hash) is None:
             target.add_api_key(key)
             report.api_keys += 1
-    for summary in reversed(source.list_traces(limit=2**31 - 1)):  # oldest first
+    for summary in reversed(source.list_traces(limit=2**31 - 1) if traces else []):  # oldest first
         trace = source.get_trace(summary.id)
         if trace is not None and target.get_trace(trace.id) is None:
             target.save_trace(trace)

@@ -24,12 +24,26 @@ import numpy as np
 from citeline.embedding.base import Embedder
 from citeline.errors import CitelineError, IndexUnavailableError, NoTextError, ParseError
 from citeline.index.base import DocumentWrite, Store
-from citeline.index.sql.rows import text_hash
 from citeline.ingest.embed import Progress, embed_batches
-from citeline.models import Chunk
+from citeline.types import Chunk, Document, text_hash
 
 if TYPE_CHECKING:
-    from citeline.ingest.pipeline import IngestReport, Prepared
+    from citeline.ingest.report import IngestReport
+
+
+@dataclass(frozen=True)
+class Prepared:
+    """A parsed, chunked document waiting for its vectors."""
+
+    document: Document
+    text: str
+    chunks: list[Chunk]
+    page_starts: tuple[int, ...]
+    original: bytes
+    existing: bool
+    parse_s: float = 0.0
+    chunk_s: float = 0.0
+
 
 #: a batch is embedded and written when it holds this many chunks, files or bytes (original + text).
 #: Its texts are sorted by length together: the whole SciFact corpus (13,463 chunks) pads 3.8% of its

@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any, Literal
 
-from citeline.models import Block, BlockKind, ParsedDocument
+from citeline.types import Block, BlockKind, ParsedDocument
 
 # Beyond the stored kinds, a parser may emit a *term* (a definition list's <dt>: a paragraph that
 # also opens a section, so that its definition is read under it) and an *end* (the list closed:

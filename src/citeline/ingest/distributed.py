@@ -36,9 +36,9 @@ from citeline.errors import (
     MissingExtraError,
     ReadOnlyIndexError,
 )
+from citeline.filters import Filter
 from citeline.index.base import DocumentWrite
-from citeline.index.sql.rows import text_hash
-from citeline.ingest.batches import account, not_indexed
+from citeline.ingest.batches import Prepared, account, not_indexed
 from citeline.ingest.embed import embed_checked
 from citeline.ingest.files import FolderWalk, Sources, iter_files
 from citeline.ingest.pipeline import (
@@ -46,7 +46,6 @@ from citeline.ingest.pipeline import (
     FileJob,
     Ingestor,
     IngestReport,
-    Prepared,
     Progress,
     finish_store,
     make_chunker,
@@ -55,8 +54,8 @@ from citeline.ingest.pipeline import (
 )
 from citeline.ingest.ray_connect import client_auth, connection_failed
 from citeline.ingest.readd import KnownFiles
-from citeline.retrieval.filters import Filter
 from citeline.settings import Settings
+from citeline.types import text_hash
 
 _SPEC = re.compile(r"^(?:ray://[^\s/]+|local:\d+)$")
 EMBED_BATCH = 64  # embed_batches' size: the same batches as a local run

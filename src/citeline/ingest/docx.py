@@ -26,7 +26,7 @@ from lxml import etree
 from citeline.errors import NoTextError, ParseError
 from citeline.ingest.base import BaseParser
 from citeline.ingest.blocks import assemble_blocks
-from citeline.models import BlockKind, ParsedDocument
+from citeline.types import BlockKind, ParsedDocument
 
 MAX_UNCOMPRESSED = 200 * 1024 * 1024
 MAX_RATIO = 200  # real DOCX XML compresses 5-30x; hundreds means a bomb

@@ -65,8 +65,11 @@ def embed_batches(
         yield [h for h, _ in part], vectors
 
 
-def reembed(store: Store, new: Embedder, progress: Progress | None = None) -> dict[str, object]:
-    """Embed every chunk with another embedder side by side, then make it the index's in one swap."""
+def reembed(
+    store: Store, new: Embedder, progress: Progress | None = None, *, swap: bool = True
+) -> dict[str, object]:
+    """Embed every chunk with another embedder side by side, then make it the index's in one swap
+    (``swap=False``: only side by side, for a comparison to decide on the swap first)."""
     pending = store.all_text_hashes()
     have = store.cached_vectors([h for h, _ in pending], embedder=new.name)
     todo = [(h, t) for h, t in pending if h not in have]
@@ -77,20 +80,21 @@ def reembed(store: Store, new: Embedder, progress: Progress | None = None) -> di
         )
     for hashes, vectors in embed_batches(new, todo, progress):
         store.add_vectors(new.name, dict(zip(hashes, vectors, strict=True)))
-    store.swap_embedder(new.name, new.version, new.dim)
+    if swap:
+        store.swap_embedder(new.name, new.version, new.dim)
     return {"embedder": new.name, "chunks": len(pending), "embedded": len(todo)}
 
 
 #: pending texts read per round of the background pass (embedded ``batch`` at a time, each batch
 #: committed on its own: a kill loses at most the batch in flight)
 PASS_READ = 1024
+PASS_BATCH = 64
 
 
 def embed_pending(
     store: Store,
     embedder: Embedder,
     progress: Progress | None = None,
-    batch: int = 64,
     retries: int = 2,
     stop: Callable[[], bool] | None = None,
 ) -> dict[str, object]:
@@ -113,7 +117,7 @@ def embed_pending(
         if not todo:
             break
         todo.sort(key=lambda ht: len(ht[1]))  # similar lengths in each call: little padding
-        for hashes, vectors in embed_batches(embedder, todo, progress, batch, retries):
+        for hashes, vectors in embed_batches(embedder, todo, progress, PASS_BATCH, retries):
             store.add_vectors(embedder.name, dict(zip(hashes, vectors, strict=True)))
             embedded += len(hashes)
             if stop and stop():

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, NamedTuple
 
 from citeline.errors import ParseError
 from citeline.ingest.registry import supported_extensions
-from citeline.models import utf8_name
+from citeline.types import utf8_name
 
 if TYPE_CHECKING:
     from citeline.ingest.report import IngestReport

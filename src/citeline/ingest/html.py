@@ -23,7 +23,7 @@ from citeline.ingest.base import BaseParser
 from citeline.ingest.blocks import TERM_LEVEL, RawKind, assemble_blocks
 from citeline.ingest.decode import decode_bytes
 from citeline.ingest.manpage import man_page_blocks
-from citeline.models import BlockKind, ParsedDocument
+from citeline.types import BlockKind, ParsedDocument
 
 _SKIP_TAGS = frozenset(
     [

@@ -19,7 +19,7 @@ from citeline.errors import NoTextError
 from citeline.ingest.base import BaseParser
 from citeline.ingest.decode import decode_text
 from citeline.ingest.markdown_html import html_edits, strip_comments
-from citeline.models import Block, BlockKind, ParsedDocument
+from citeline.types import Block, BlockKind, ParsedDocument
 
 _KINDS: dict[str, BlockKind] = {
     "paragraph_open": "paragraph",

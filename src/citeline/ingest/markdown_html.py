@@ -22,7 +22,7 @@ from typing import cast
 from markdown_it.token import Token
 
 from citeline.ingest.html import fragment_blocks
-from citeline.models import BlockKind
+from citeline.types import BlockKind
 
 # A comment runs to its "-->", or (unterminated) to the end of its HTML block.
 _COMMENT = re.compile(r"<!--.*?(?:-->|\Z)", re.DOTALL)

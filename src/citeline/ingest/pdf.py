@@ -28,7 +28,7 @@ from citeline.ingest.pdf_layout import Line, PageLines, compose, norm, reading_o
 from citeline.ingest.pdf_positions import PDFIUM_LOCK, WordPosition, word_positions
 from citeline.ingest.pdf_streams import check_streams
 from citeline.ingest.pdf_tables import CELL_GAP
-from citeline.models import Block, BlockKind, ParsedDocument
+from citeline.types import Block, BlockKind, ParsedDocument
 
 # Words: runs of visible characters. PDFium writes U+FFFE (GetUnicode: 0x02) where it
 # found an end-of-line hyphen; it is a word break for geometry, dropped from the text.

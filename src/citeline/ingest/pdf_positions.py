@@ -6,7 +6,7 @@ code-point offsets in the stored text to its page and the index of its first cha
 page's PDFium text, so a span maps back to exact characters (and their boxes) on the page.
 
 These positions are not stored: the parse is deterministic, so the server re-parses the original
-bytes with ``parse_with_positions`` when a page is first shown (and caches the result), and only
+bytes (server/pdf_pages.py:parse_with_positions) when a page is first shown (and caches the result), and only
 uses them when the re-parsed text equals the stored text (a document indexed by an older parser
 gets no boxes rather than wrong ones).
 """
@@ -16,12 +16,10 @@ from __future__ import annotations
 import threading
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
-from pathlib import Path
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from citeline.ingest.pdf_layout import Line
-    from citeline.models import ParsedDocument
 
 #: PDFium is not thread-safe: every use in a process that runs threads (the server) holds this
 PDFIUM_LOCK = threading.RLock()
@@ -59,15 +57,3 @@ def word_positions(
             if length > 0 and text[at : at + length] == word[:length]:
                 yield WordPosition(block_start + at, length, ln.page, char)
             at += len(word) + 1
-
-
-def parse_with_positions(
-    data: bytes, name: str = "document.pdf"
-) -> tuple[ParsedDocument, list[WordPosition]]:
-    """Parse a PDF as ingestion does, also returning every word's position."""
-    from citeline.ingest.pdf import PdfParser
-
-    parser = PdfParser()
-    parser.positions = []
-    parsed = parser.parse(data, Path(name))
-    return parsed, parser.positions

@@ -34,9 +34,17 @@ from citeline.errors import (
     ParseError,
     ReadOnlyIndexError,
 )
+from citeline.filters import Filter
 from citeline.index.base import Store, StoredFile
 from citeline.ingest.batches import FILE_ERRORS as FILE_ERRORS  # what a failed file is reported with
-from citeline.ingest.batches import EmbedBatch, failure_reason, fill_vectors, not_indexed, write_prepared
+from citeline.ingest.batches import (
+    EmbedBatch,
+    Prepared,
+    failure_reason,
+    fill_vectors,
+    not_indexed,
+    write_prepared,
+)
 from citeline.ingest.embed import (
     Progress as Progress,  # (event, amount): "file" per file, "chunks" per chunk embedded
 )
@@ -63,9 +71,8 @@ from citeline.ingest.readd import (
 from citeline.ingest.registry import parser_for
 from citeline.ingest.report import STAGES as STAGES  # the stages timed in IngestReport.seconds
 from citeline.ingest.report import IngestReport as IngestReport  # what an add did
-from citeline.models import DEFAULT_COLLECTION, Chunk, Document, document_id_for
-from citeline.retrieval.filters import Filter
 from citeline.settings import Settings
+from citeline.types import DEFAULT_COLLECTION, Document, document_id_for
 
 #: collections of documents uploaded through the server: never reconciled against a folder
 UPLOAD_COLLECTION_PREFIX = "uploads/"
@@ -123,20 +130,6 @@ class FileJob:
     existing: bool
     #: metadata kept beside the parser's: {"path": absolute path} for a file, the caller's for an upload
     extra: dict[str, object]
-
-
-@dataclass(frozen=True)
-class Prepared:
-    """A parsed, chunked document waiting for its vectors."""
-
-    document: Document
-    text: str
-    chunks: list[Chunk]
-    page_starts: tuple[int, ...]
-    original: bytes
-    existing: bool
-    parse_s: float = 0.0
-    chunk_s: float = 0.0
 
 
 def prepare(job: FileJob, chunker: Chunker, signature: str, settings: Settings) -> Prepared:

@@ -21,7 +21,7 @@ from citeline.index.base import Store, StoredFile
 from citeline.ingest.embed import Progress
 from citeline.ingest.files import RACY_S as RACY_S  # a racy file is read again (stamp_unchanged)
 from citeline.ingest.files import FileList, FolderWalk, Sources, Stamp
-from citeline.models import document_id_for
+from citeline.types import document_id_for
 
 if TYPE_CHECKING:
     from citeline.ingest.report import IngestReport

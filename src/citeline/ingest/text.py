@@ -12,7 +12,7 @@ from citeline.ingest.base import BaseParser
 from citeline.ingest.blocks import assemble_blocks
 from citeline.ingest.decode import decode_text
 from citeline.ingest.manpage import man_page_blocks
-from citeline.models import Block, ParsedDocument
+from citeline.types import Block, ParsedDocument
 
 _PARAGRAPH = re.compile(r"\S(?:.*?\S)?(?=\n[ \t]*\n|\s*\Z)", re.DOTALL)
 

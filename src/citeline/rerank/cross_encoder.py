@@ -22,13 +22,13 @@ from typing import TYPE_CHECKING, Any, Protocol
 import numpy as np
 import numpy.typing as npt
 
-from citeline.embedding.onnx import CpuSession
 from citeline.errors import ConfigError
-from citeline.models import Hit, StageScore
-from citeline.retrieval.query import Query, analyze
+from citeline.inference.session import CpuSession
+from citeline.query.analysis import Query, analyze
+from citeline.types import Hit, StageScore
 
 if TYPE_CHECKING:
-    from citeline.registry import BuildContext
+    from citeline.build_context import BuildContext
 
 
 class PairScorer(Protocol):

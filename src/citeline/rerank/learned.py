@@ -43,12 +43,12 @@ import numpy as np
 import numpy.typing as npt
 
 from citeline.errors import ConfigError
-from citeline.models import Hit, StageScore
-from citeline.retrieval.bm25 import is_identifier
-from citeline.retrieval.query import Query, analyze
+from citeline.query.analysis import Query, analyze
+from citeline.text.terms import is_identifier
+from citeline.types import Hit, StageScore
 
 if TYPE_CHECKING:
-    from citeline.registry import BuildContext
+    from citeline.build_context import BuildContext
 
 FEATURES: tuple[str, ...] = ("rrf", "doc_rrf", "bm25", "dense", "coverage", "title", "exact", "maxsim")
 

@@ -1,6 +1,6 @@
 """LLM as reranker (listwise): one prompt lists the passages, the model answers with their order.
 
-The model is any ChatModel (citeline.answer.chat), so every LLM generator backend can serve.
+The model is any ChatModel (citeline.chat), so every LLM generator backend can serve.
 The answer is parsed leniently: passage numbers in the order they first appear ("[3] > [1]",
 "3, 1, 2", one per line...). Passages the model leaves out keep their incoming order after the
 ones it ranked; an answer with no usable number leaves the order unchanged.
@@ -13,12 +13,12 @@ from collections.abc import Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
-from citeline.answer.chat import ChatModel, user
-from citeline.models import Hit, StageScore
-from citeline.retrieval.query import Query, analyze
+from citeline.chat import ChatModel, user
+from citeline.query.analysis import Query, analyze
+from citeline.types import Hit, StageScore
 
 if TYPE_CHECKING:
-    from citeline.registry import BuildContext
+    from citeline.build_context import BuildContext
 
 _NUMBER = re.compile(r"\d+")
 

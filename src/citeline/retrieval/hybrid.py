@@ -18,15 +18,15 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from citeline.embedding.base import Embedder
+from citeline.errors import ConvexWithExpansionError
+from citeline.filters import Filter
 from citeline.index.base import Store
-from citeline.models import Hit, StageScore
+from citeline.query.analysis import Query, analyze
 from citeline.retrieval.breaker import CircuitBreaker
-from citeline.retrieval.filters import Filter
 from citeline.retrieval.fusion import convex_combination, lift_exact, reciprocal_rank_fusion
-from citeline.retrieval.progressive import PendingSide, pending_side
-from citeline.retrieval.progressive import rescore as rescore_candidates
-from citeline.retrieval.query import Query, analyze
+from citeline.retrieval.progressive import PendingSide, Rescorer, pending_side
 from citeline.retrieval.rewrite import Expansion, QueryExpander
+from citeline.types import Hit, StageScore
 
 
 @dataclass
@@ -104,6 +104,10 @@ class HybridRetriever:
         expansion: Expansion | None = None,
     ) -> Retrieval:
         query = analyze(query)
+        if fusion == "convex" and (self.expander is not None or (expansion and not expansion.is_empty)):
+            raise ConvexWithExpansionError(
+                f"query_expansion = {self.expander.mode if self.expander else 'given'}"
+            )
         timings: dict[str, float] = {}
         if expansion is None and self.expander is not None:
             t = time.perf_counter()
@@ -136,17 +140,8 @@ class HybridRetriever:
         vector, dense, extra_dense, dense_timings, side = outcome
         timings.update(dense_timings)
         if side.fast and self.rescore > 0 and vector is not None:  # retrieval/progressive.py
-            dense = rescore_candidates(
-                self.store,
-                self.embedder,
-                vector,
-                lexical,
-                dense,
-                side,
-                self.rescore,
-                rrf_k,
-                self.rescore_budget_ms,
-            )[:k]
+            rescorer = Rescorer(self.store, self.embedder, self.rescore, rrf_k, self.rescore_budget_ms)
+            dense = rescorer.dense(vector, lexical, dense, side)[:k]
             timings["rescore"] = side.timings_ms["rescore"]
         lists = [[c for c, _ in lexical], [c for c, _ in dense]]
         if side.fast:  # rank fusion of the pending chunks' own list (retrieval/progressive.py)

@@ -36,11 +36,10 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from citeline.embedding.base import Embedder
+from citeline.filters import Filter
 from citeline.index.base import Store
-from citeline.index.sql.rows import text_hash
-from citeline.models import StageScore
-from citeline.retrieval.filters import Filter
 from citeline.retrieval.fusion import reciprocal_rank_fusion
+from citeline.types import StageScore, text_hash
 
 #: vectors computed at query time kept per process (384 floats each: 6 MB)
 CACHE_SIZE = 4096
@@ -110,43 +109,50 @@ def pending_side(
     return side
 
 
-def rescore(
-    store: Store,
-    embedder: Embedder,
-    query_vector: np.ndarray,
-    lexical: list[tuple[str, float]],
-    dense: list[tuple[str, float]],
-    side: PendingSide,
-    depth: int,
-    rrf_k: int,
-    budget_ms: float = 0.0,
-) -> list[tuple[str, float]]:
-    """The dense list with the fused top candidates it lacks scored in the index's space.
+@dataclass(frozen=True)
+class Rescorer:
+    """Scores the fused top candidates the dense list lacks in the index's space (rescoring)."""
 
-    The candidates: the first ``depth`` of BM25's list and the pending list fused (RRF) that the
-    dense list does not hold. A candidate whose text has its full vector stored is scored with it;
-    the others (pending) are embedded now, a batch at a time, best first, until ``budget_ms`` (0:
-    no limit). ``side.rescored`` gets those embedded; ``side.fast`` keeps the pending chunks the
-    budget left out, for rank fusion."""
-    t = time.perf_counter()
-    held = dict(dense)
-    order = reciprocal_rank_fusion([[c for c, _ in lexical], [c for c, _ in side.fast]], k=rrf_k)
-    picked = [c for c, _ in order if c not in held][:depth]
-    resolved = store.chunks(picked)
-    picked = [c for c in picked if c in resolved]
-    hashes = {c: text_hash(resolved[c][0].index_text) for c in picked}
-    stored = store.cached_vectors(set(hashes.values()))
-    asked = np.asarray(query_vector, dtype=np.float32)
-    held.update((c, float(stored[hashes[c]] @ asked)) for c in picked if hashes[c] in stored)
-    pending = [c for c in picked if hashes[c] not in stored]
-    fast_scores = dict(side.fast)
-    done = 0
-    while done < len(pending) and (budget_ms <= 0 or (time.perf_counter() - t) * 1000 < budget_ms):
-        part = pending[done : done + RESCORE_BATCH]
-        vectors = CACHE.vectors(embedder, [resolved[c][0].index_text for c in part])
-        held.update((c, float(v @ asked)) for c, v in zip(part, vectors, strict=True))
-        done += len(part)
-    side.rescored = {c: (fast_scores.get(c, 0.0), r) for r, c in enumerate(pending[:done], 1)}
-    side.fast = [(c, s) for c, s in side.fast if c in set(pending[done:])]  # the budget's leftovers
-    side.timings_ms["rescore"] = (time.perf_counter() - t) * 1000
-    return sorted(held.items(), key=lambda cs: -cs[1])
+    store: Store
+    embedder: Embedder
+    #: how many candidates (``rescore_pending``)
+    depth: int
+    rrf_k: int
+    #: rescoring stops once it has taken this long (0: no limit)
+    budget_ms: float = 0.0
+
+    def dense(
+        self,
+        query_vector: np.ndarray,
+        lexical: list[tuple[str, float]],
+        dense: list[tuple[str, float]],
+        side: PendingSide,
+    ) -> list[tuple[str, float]]:
+        """The dense list with the candidates scored in: the first ``depth`` of BM25's list and the
+        pending list fused (RRF) that the dense list does not hold. A candidate whose text has its
+        full vector stored is scored with it; the others (pending) are embedded now, a batch at a
+        time, best first, within the budget. ``side.rescored`` gets those embedded; ``side.fast``
+        keeps the pending chunks the budget left out, for rank fusion."""
+        t = time.perf_counter()
+        held = dict(dense)
+        order = reciprocal_rank_fusion([[c for c, _ in lexical], [c for c, _ in side.fast]], k=self.rrf_k)
+        picked = [c for c, _ in order if c not in held][: self.depth]
+        resolved = self.store.chunks(picked)
+        picked = [c for c in picked if c in resolved]
+        hashes = {c: text_hash(resolved[c][0].index_text) for c in picked}
+        stored = self.store.cached_vectors(set(hashes.values()))
+        asked = np.asarray(query_vector, dtype=np.float32)
+        held.update((c, float(stored[hashes[c]] @ asked)) for c in picked if hashes[c] in stored)
+        pending = [c for c in picked if hashes[c] not in stored]
+        fast_scores = dict(side.fast)
+        done, budget = 0, self.budget_ms
+        while done < len(pending) and (budget <= 0 or (time.perf_counter() - t) * 1000 < budget):
+            part = pending[done : done + RESCORE_BATCH]
+            vectors = CACHE.vectors(self.embedder, [resolved[c][0].index_text for c in part])
+            held.update((c, float(v @ asked)) for c, v in zip(part, vectors, strict=True))
+            done += len(part)
+        side.rescored = {c: (fast_scores.get(c, 0.0), r) for r, c in enumerate(pending[:done], 1)}
+        left = set(pending[done:])
+        side.fast = [(c, s) for c, s in side.fast if c in left]  # the budget's leftovers
+        side.timings_ms["rescore"] = (time.perf_counter() - t) * 1000
+        return sorted(held.items(), key=lambda cs: -cs[1])

@@ -15,10 +15,10 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from citeline.answer.chat import ChatModel, user
+from citeline.chat import ChatModel, user
 from citeline.errors import ConfigError
-from citeline.retrieval.bm25 import is_identifier, query_terms
 from citeline.settings import EXPANSION_MODES as MODES
+from citeline.text.terms import is_identifier, query_terms
 
 MULTI_PROMPT = """Write {n} different search queries that would find documents answering the question below.
 Use other words and synonyms than the question does; spell out abbreviations. One query per line, no numbering.

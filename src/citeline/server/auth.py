@@ -8,7 +8,7 @@ from collections.abc import Mapping
 
 from fastapi import HTTPException, Request
 
-from citeline.access import AuthenticationError, Caller, authenticate
+from citeline.access import AuthenticationError, Caller
 from citeline.server.state import ServerState
 
 
@@ -29,7 +29,7 @@ def caller_for(state: ServerState, headers: Mapping[str, str]) -> Caller:
     key = key_from_headers(headers)
     if key is None and state.allow_anonymous:
         return Caller.anonymous()
-    return authenticate(state.kb.store, key)
+    return state.kb.keys.authenticate(key)
 
 
 def throttled_caller(state: ServerState, headers: Mapping[str, str], address: str) -> Caller:

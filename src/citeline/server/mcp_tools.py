@@ -17,8 +17,8 @@ from mcp.server.mcpserver.exceptions import ToolError
 
 from citeline.access import Caller
 from citeline.errors import CitelineError
+from citeline.filters import Filter
 from citeline.kb import KnowledgeBase
-from citeline.retrieval.filters import Filter
 from citeline.server.routes_documents import document_json, readable
 from citeline.server.state import ServerState
 
@@ -90,12 +90,12 @@ def build_mcp(state: ServerState, resolve: Resolver) -> MCPServer:
     ) -> dict[str, Any]:
         caller = caller_of(ctx)
         doc = await blocking(readable, state, caller, document_id)
-        text: str = await blocking(kb.store.document_text, doc.id)
+        text: str = await blocking(kb.text, doc)
         if not 0 <= start <= end <= len(text):
             raise ToolError(f"Span {start}:{end} is outside {doc.source} (0:{len(text)}).")
         context = max(0, min(context, 2000))
         lo, hi = max(0, start - context), min(len(text), end + context)
-        starts: list[int] = await blocking(kb.store.page_starts, doc.id)
+        starts: list[int] = await blocking(kb.page_starts, doc)
         page = sum(1 for s in starts if s <= start) or None
         return {
             "document_id": doc.id,
@@ -114,7 +114,7 @@ def build_mcp(state: ServerState, resolve: Resolver) -> MCPServer:
         caller = caller_of(ctx)
         flt = Filter(principal=caller.principal)
         docs = await blocking(kb.documents, flt=flt, limit=max(1, min(limit, 500)), offset=max(0, offset))
-        total = await blocking(kb.store.count_documents, flt)
+        total = await blocking(kb.count_documents, flt)
         return {"documents": [document_json(d) for d in docs], "total": total}
 
     return mcp

@@ -12,26 +12,37 @@ import struct
 import threading
 import zlib
 from collections import OrderedDict
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from pathlib import Path
 
 from citeline.errors import CitelineError
-from citeline.ingest.pdf_positions import PDFIUM_LOCK, WordPosition, parse_with_positions
+from citeline.ingest.pdf import PdfParser
+from citeline.ingest.pdf_positions import PDFIUM_LOCK, WordPosition
+from citeline.jsonable import Jsonable, json_spec
+from citeline.types import ParsedDocument
 
 MAX_SCALE = 3.0
 _CACHE_SIZE = 8
 
 
+def parse_with_positions(
+    data: bytes, name: str = "document.pdf"
+) -> tuple[ParsedDocument, list[WordPosition]]:
+    """Parse a PDF as ingestion does, also returning every word's position."""
+    parser = PdfParser()
+    parser.positions = []
+    parsed = parser.parse(data, Path(name))
+    return parsed, parser.positions
+
+
 @dataclass(frozen=True)
-class Box:
+class Box(Jsonable):
     """A rectangle on a page: fractions of its width/height from the top-left corner."""
 
-    x: float
-    y: float
-    w: float
-    h: float
-
-    def to_json(self) -> dict[str, float]:
-        return {"x": round(self.x, 5), "y": round(self.y, 5), "w": round(self.w, 5), "h": round(self.h, 5)}
+    x: float = field(metadata=json_spec(digits=5))
+    y: float = field(metadata=json_spec(digits=5))
+    w: float = field(metadata=json_spec(digits=5))
+    h: float = field(metadata=json_spec(digits=5))
 
 
 class PositionCache:

@@ -8,8 +8,8 @@ from fastapi import APIRouter, Depends, HTTPException, Request
 from fastapi.responses import Response
 from pydantic import BaseModel, ConfigDict, Field
 
-from citeline.access import Caller, create_key, key_json, parse_expiry, revoke
-from citeline.retrieval.filters import Principal
+from citeline.access import Caller, key_json, parse_expiry
+from citeline.filters import Principal
 from citeline.server.auth import current_caller, state_of
 from citeline.server.metrics import CONTENT_TYPE
 
@@ -22,7 +22,7 @@ async def healthz(request: Request) -> dict[str, Any]:
     """No key needed, so it says nothing about the index's content (not even how many documents
     it holds: a count is something an anonymous caller may not read)."""
     state = state_of(request)
-    await state.run(state.kb.store.embedder_info)
+    await state.run(state.kb.embedder_info)
     return {"status": "ok"}
 
 
@@ -30,7 +30,7 @@ async def healthz(request: Request) -> dict[str, Any]:
 async def metrics(request: Request, caller: CallerDep) -> Response:
     state = state_of(request)
     caller.require("admin", "Reading /metrics")
-    body = await state.run(state.metrics.render, state.kb.store.stats)
+    body = await state.run(state.metrics.render, state.kb.stats)
     return Response(body, media_type=CONTENT_TYPE)
 
 
@@ -84,7 +84,7 @@ class KeyRequest(BaseModel):
 async def list_keys(request: Request, caller: CallerDep) -> dict[str, Any]:
     caller.require("admin", "Managing keys")
     state = state_of(request)
-    keys = await state.run(state.kb.store.api_keys)
+    keys = await state.run(state.kb.keys.records)
     return {"keys": [key_json(k) for k in keys]}
 
 
@@ -95,13 +95,12 @@ async def new_key(body: KeyRequest, request: Request, caller: CallerDep) -> dict
     expires_at = None if body.expires is None else parse_expiry(body.expires)
     key, record = await state.run(
         state.write,
-        create_key,
-        state.writer.store,
+        state.writer.keys.create,
         body.user,
         tuple(body.groups),
         body.role,
-        body.label,
-        expires_at,
+        label=body.label,
+        expires_at=expires_at,
     )
     return {"key": key, **key_json(record)}
 
@@ -110,6 +109,6 @@ async def new_key(body: KeyRequest, request: Request, caller: CallerDep) -> dict
 async def revoke_key(key_id: str, request: Request, caller: CallerDep) -> Response:
     caller.require("admin", "Managing keys")
     state = state_of(request)
-    if not await state.run(state.write, revoke, state.writer.store, key_id):
+    if not await state.run(state.write, state.writer.keys.revoke, key_id):
         raise HTTPException(404, f"No active key '{key_id}'.")
     return Response(status_code=204)

@@ -14,9 +14,9 @@ from pydantic import BaseModel, ConfigDict, Field
 from citeline.access import Caller
 from citeline.answer.streaming import ProgressEvent, SentenceEvent, SentenceStream
 from citeline.errors import CitelineError
-from citeline.models import Answer, Hit
-from citeline.retrieval.filters import Filter
+from citeline.filters import Filter
 from citeline.server.auth import current_caller, state_of
+from citeline.types import Answer
 
 router = APIRouter(prefix="/v1", tags=["answers"])
 
@@ -55,24 +55,6 @@ class SearchRequest(BaseModel):
     query: str = Field(min_length=1, max_length=2000)
     k: int = Field(10, ge=1, le=100)
     filters: Filters = Field(default_factory=lambda: Filters())
-
-
-def hit_json(hit: Hit) -> dict[str, Any]:
-    c = hit.chunk
-    return {
-        "chunk_id": c.id,
-        "document_id": c.document_id,
-        "source": hit.source,
-        "title": hit.title,
-        "heading": c.heading,
-        "page": c.page,
-        "page_end": c.page_end,
-        "start": c.start,
-        "end": c.end,
-        "text": c.text,
-        "score": hit.score,
-        "stages": {k: {"score": v.score, "rank": v.rank} for k, v in hit.stages.items()},
-    }
 
 
 @router.post("/ask", summary="Answer a question with citations (JSON or Server-Sent Events)")
@@ -148,4 +130,4 @@ async def search(
 ) -> dict[str, Any]:
     state = state_of(request)
     hits = await state.run(state.kb.search, body.query, flt=body.filters.to_filter(caller), k=body.k)
-    return {"query": body.query, "results": [hit_json(h) for h in hits]}
+    return {"query": body.query, "results": [h.to_json() for h in hits]}

@@ -10,12 +10,12 @@ from fastapi.responses import JSONResponse, Response
 
 from citeline.access import Caller, PermissionDeniedError
 from citeline.errors import CitelineError, DocumentNotFoundError
-from citeline.models import Document
-from citeline.retrieval.filters import PUBLIC, Filter
+from citeline.filters import PUBLIC, Filter
 from citeline.server.auth import current_caller, state_of
 from citeline.server.pdf_pages import page_count, render_png, span_boxes
 from citeline.server.state import ServerState
 from citeline.server.uploads import UploadError, check_content, check_name, upload_collection
+from citeline.types import Document
 
 router = APIRouter(prefix="/v1", tags=["documents"])
 CallerDep = Annotated[Caller, Depends(current_caller)]
@@ -47,9 +47,8 @@ def document_json(doc: Document) -> dict[str, Any]:
 
 def readable(state: ServerState, caller: Caller, document_id: str) -> Document:
     """The document if this caller may read it; 404 otherwise (existence is not disclosed)."""
-    store = state.kb.store
-    doc = store.get_document(document_id)
-    if doc is None or store.count_documents(Filter(principal=caller.principal, documents=(doc.id,))) != 1:
+    doc = state.kb.readable_document(document_id, caller.principal)
+    if doc is None:
         raise DocumentNotFoundError(document_id)
     return doc
 
@@ -75,7 +74,7 @@ async def list_documents(
     state = state_of(request)
     flt = Filter(principal=caller.principal)
     docs = await state.run(state.kb.documents, flt=flt, limit=limit, offset=offset)
-    total = await state.run(state.kb.store.count_documents, flt)
+    total = await state.run(state.kb.count_documents, flt)
     return {
         "documents": [{**document_json(d), "deletable": may_delete(caller, d)} for d in docs],
         "total": total,
@@ -122,7 +121,7 @@ async def upload(
         )
         if report.failed:
             raise UploadError(f"{name}: {report.failed[0][1]}", 422)
-        doc = state.writer.store.find_document(name, collection)
+        doc = state.writer.find_document(name, collection)
         return {"document": None if doc is None else document_json(doc), "report": report.to_json()}
 
     if len(data) > state.settings.server_async_upload_kb * 1024:
@@ -143,7 +142,7 @@ async def job_status(job_id: str, request: Request, caller: CallerDep) -> dict[s
 async def get_document(document_id: str, request: Request, caller: CallerDep) -> dict[str, Any]:
     state = state_of(request)
     doc = await state.run(readable, state, caller, document_id)
-    starts = await state.run(state.kb.store.page_starts, doc.id)
+    starts = await state.run(state.kb.page_starts, doc)
     return {**document_json(doc), "deletable": may_delete(caller, doc), "page_starts": starts}
 
 
@@ -172,13 +171,13 @@ async def document_text(
     slicing does), and the response says where the span it returns starts and ends."""
     state = state_of(request)
     doc = await state.run(readable, state, caller, document_id)
-    text = await state.run(state.kb.store.document_text, doc.id)
+    text = await state.run(state.kb.text, doc)
     lo = 0 if start is None else start
     hi = len(text) if end is None else end
     if lo > hi:
         raise CitelineError(f"Span {lo}:{hi} is reversed: start must not be after end.")
     lo, hi = min(lo, len(text)), min(hi, len(text))
-    starts = await state.run(state.kb.store.page_starts, doc.id)
+    starts = await state.run(state.kb.page_starts, doc)
     return {
         "document_id": doc.id,
         "start": lo,
@@ -193,7 +192,7 @@ async def document_text(
 async def document_file(document_id: str, request: Request, caller: CallerDep) -> Response:
     state = state_of(request)
     doc = await state.run(readable, state, caller, document_id)
-    data = await state.run(state.kb.store.original, doc.id)
+    data = await state.run(state.kb.original, doc)
     if data is None:
         raise HTTPException(404, "The original of this document was not kept.")
     return Response(
@@ -218,7 +217,7 @@ async def _pdf(state: ServerState, caller: Caller, document_id: str) -> tuple[Do
     doc = await state.run(readable, state, caller, document_id)
     if doc.format != "pdf":
         raise CitelineError(f"{doc.source} is not a PDF; pages exist for PDFs only (use /text).")
-    data = await state.run(state.kb.store.original, doc.id)
+    data = await state.run(state.kb.original, doc)
     if data is None:
         raise HTTPException(404, "The original of this PDF was not kept.")
     return doc, data
@@ -257,12 +256,12 @@ async def page_boxes(
     pages = await state.run(page_count, data)
     if not 1 <= page <= pages:
         raise CitelineError(f"The document has {pages} pages; page {page} does not exist.")
-    text = await state.run(state.kb.store.document_text, doc.id)
+    text = await state.run(state.kb.text, doc)
     if not start <= end <= len(text):
         raise CitelineError(f"Span {start}:{end} is outside the document's text (0:{len(text)}).")
     positions = await state.run(state.positions.get, doc.content_hash, data, text)
     boxes = [] if positions is None else await state.run(span_boxes, data, positions, page, start, end)
-    starts = await state.run(state.kb.store.page_starts, doc.id)
+    starts = await state.run(state.kb.page_starts, doc)
     page_start = starts[page - 1] if page - 1 < len(starts) else 0
     page_end = starts[page] if page < len(starts) else len(text)
     return {

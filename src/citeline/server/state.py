@@ -19,11 +19,12 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
-from citeline.components import open_store
+from citeline.jsonable import Jsonable, json_spec
 from citeline.kb import KnowledgeBase
 from citeline.server.metrics import Metrics
 from citeline.server.pdf_pages import PositionCache
 from citeline.settings import Settings
+from citeline.wiring import open_store
 
 T = TypeVar("T")
 
@@ -88,28 +89,17 @@ class FailureThrottle:
 
 
 @dataclass
-class Job:
+class Job(Jsonable):
     """A background upload: queued, running, done (with the report) or failed (with the reason)."""
 
     id: str
-    owner: str
+    owner: str = field(metadata=json_spec(omit=lambda _: True))  # the key's label: never shown back
     name: str
     state: str = "queued"
     created_at: float = field(default_factory=time.time)
     finished_at: float | None = None
     result: dict[str, Any] | None = None
     error: str | None = None
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "id": self.id,
-            "name": self.name,
-            "state": self.state,
-            "created_at": self.created_at,
-            "finished_at": self.finished_at,
-            "result": self.result,
-            "error": self.error,
-        }
 
 
 class JobQueue:

@@ -5,8 +5,8 @@ from __future__ import annotations
 from collections.abc import Iterator, Sequence
 from typing import Protocol
 
-from citeline.models import Draft, Passage
-from citeline.retrieval.query import Query
+from citeline.query.analysis import Query
+from citeline.types import Draft, Passage
 
 
 class Generator(Protocol):

@@ -25,16 +25,16 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from citeline.answer import prompt as contract
-from citeline.answer.chat import Message
 from citeline.answer.citations import StreamingCitationFilter
 from citeline.answer.generators import local_models
+from citeline.chat import Message
 from citeline.errors import GeneratorError, MissingExtraError
-from citeline.models import REFUSAL, Draft, Passage
-from citeline.retrieval.query import Query
+from citeline.query.analysis import Query
 from citeline.settings import Settings
+from citeline.types import REFUSAL, Draft, Passage
 
 if TYPE_CHECKING:
-    from citeline.registry import BuildContext
+    from citeline.build_context import BuildContext
 
 
 def _import_xllamacpp() -> Any:

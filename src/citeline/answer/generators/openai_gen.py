@@ -13,15 +13,15 @@ from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
 from citeline.answer import prompt as contract
-from citeline.answer.chat import Message
 from citeline.answer.citations import StreamingCitationFilter
+from citeline.chat import Message
 from citeline.errors import GeneratorError, MissingExtraError
-from citeline.models import REFUSAL, Draft, Passage
-from citeline.retrieval.query import Query
+from citeline.query.analysis import Query
 from citeline.settings import Settings
+from citeline.types import REFUSAL, Draft, Passage
 
 if TYPE_CHECKING:
-    from citeline.registry import BuildContext
+    from citeline.build_context import BuildContext
 
 DEFAULT_MODEL = "gpt-4o-mini"
 

@@ -40,7 +40,7 @@ from citeline.eval.adapters.common import AdaptedDataset, stratified
 from citeline.eval.adapters.conditionalqa import conditionalqa, evidence_markdown
 from citeline.eval.adapters.rgb import rgb, rgb_positive
 from citeline.eval.adapters.scifact import scifact
-from citeline.retrieval.filters import Filter
+from citeline.filters import Filter
 
 ADAPTERS: dict[str, Callable[..., AdaptedDataset]] = {
     "rgb": rgb,

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from citeline.retrieval.filters import Filter, Principal
+from citeline.filters import Filter, Principal
 
 if TYPE_CHECKING:
     from citeline.kb import KnowledgeBase

@@ -12,50 +12,28 @@ from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 from citeline.eval.answers.evidence import GoldEvidence
+from citeline.jsonable import Jsonable, json_spec, omit_none
 
 
 @dataclass(frozen=True)
-class RetrievalOutcome:
+class RetrievalOutcome(Jsonable):
     """Where the gold evidence ended up: among the top k documents, the retrieved chunks, the context.
 
     ``evidence_*`` are by span overlap and None when no gold quote was located (then only the
     document-level ``document_*`` are known).
     """
 
-    hit_at_k: float
-    recall_at_k: float
+    hit_at_k: float = field(metadata=json_spec(key="hit@k"))
+    recall_at_k: float = field(metadata=json_spec(key="recall@k"))
     top_documents: tuple[str, ...]
     document_retrieved: bool
     document_in_context: bool
     evidence_retrieved: bool | None = None
     evidence_in_context: bool | None = None
 
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "hit@k": self.hit_at_k,
-            "recall@k": self.recall_at_k,
-            "top_documents": list(self.top_documents),
-            "document_retrieved": self.document_retrieved,
-            "document_in_context": self.document_in_context,
-            "evidence_retrieved": self.evidence_retrieved,
-            "evidence_in_context": self.evidence_in_context,
-        }
-
-    @classmethod
-    def from_json(cls, data: Mapping[str, Any]) -> RetrievalOutcome:
-        return cls(
-            data["hit@k"],
-            data["recall@k"],
-            tuple(data.get("top_documents") or ()),
-            data["document_retrieved"],
-            data["document_in_context"],
-            data.get("evidence_retrieved"),
-            data.get("evidence_in_context"),
-        )
-
 
 @dataclass(frozen=True)
-class Correctness:
+class Correctness(Jsonable):
     """Answer text against the gold answers; ``exact_match`` and the two ``contains`` need ``answers``.
 
     ``first_contains``: the answer's first sentence alone contains a gold answer, as a reader who
@@ -64,24 +42,12 @@ class Correctness:
     exact_match: float | None
     token_f1: float
     contains: float | None
-    first_contains: float | None = None
-
-    def to_json(self) -> dict[str, Any]:
-        out = {"exact_match": self.exact_match, "token_f1": self.token_f1, "contains": self.contains}
-        # absent, not null, when unknown: reports written before it was kept write back unchanged
-        if self.first_contains is not None:
-            out["first_contains"] = self.first_contains
-        return out
-
-    @classmethod
-    def from_json(cls, data: Mapping[str, Any]) -> Correctness:
-        return cls(
-            data.get("exact_match"), data["token_f1"], data.get("contains"), data.get("first_contains")
-        )
+    #: absent, not null, when unknown: reports written before it was kept write back unchanged
+    first_contains: float | None = field(default=None, metadata=json_spec(omit=omit_none))
 
 
 @dataclass(frozen=True)
-class CitedQuote:
+class CitedQuote(Jsonable):
     """One citation of the answer: its span in the document, the text there, and whether it overlaps
     a gold span (None when the question has no resolved gold evidence to check against)."""
 
@@ -92,26 +58,9 @@ class CitedQuote:
     quote: str
     correct: bool | None
 
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "n": self.n,
-            "source": self.source,
-            "page": self.page,
-            "span": list(self.span),
-            "quote": self.quote,
-            "correct": self.correct,
-        }
-
-    @classmethod
-    def from_json(cls, data: Mapping[str, Any]) -> CitedQuote:
-        start, end = data["span"]
-        return cls(
-            data["n"], data["source"], data.get("page"), (start, end), data["quote"], data.get("correct")
-        )
-
 
 @dataclass(frozen=True)
-class CitationCounts:
+class CitationCounts(Jsonable):
     """The pooled counts behind citation precision and recall (refusals count zero citations)."""
 
     citations: int
@@ -119,48 +68,22 @@ class CitationCounts:
     evidence: int
     covered_evidence: int
 
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "citations": self.citations,
-            "correct_citations": self.correct_citations,
-            "evidence": self.evidence,
-            "covered_evidence": self.covered_evidence,
-        }
-
-    @classmethod
-    def from_json(cls, data: Mapping[str, Any]) -> CitationCounts:
-        return cls(data["citations"], data["correct_citations"], data["evidence"], data["covered_evidence"])
-
 
 @dataclass(frozen=True)
-class SentenceCounts:
+class SentenceCounts(Jsonable):
     """The generator's sentences: all, marked supported by the pipeline's verifier, and removed."""
 
     total: int
     supported: int
     removed: int
 
-    def to_json(self) -> dict[str, Any]:
-        return {"total": self.total, "supported": self.supported, "removed": self.removed}
-
-    @classmethod
-    def from_json(cls, data: Mapping[str, Any]) -> SentenceCounts:
-        return cls(data["total"], data["supported"], data["removed"])
-
 
 @dataclass(frozen=True)
-class JudgeCounts:
+class JudgeCounts(Jsonable):
     """Shown sentences with citations that an independent judge checked, and found supported."""
 
     supported: int
     judged: int
-
-    def to_json(self) -> dict[str, Any]:
-        return {"supported": self.supported, "judged": self.judged}
-
-    @classmethod
-    def from_json(cls, data: Mapping[str, Any]) -> JudgeCounts:
-        return cls(data["supported"], data["judged"])
 
 
 # Keys QuestionRow.to_json writes from its own fields; any other key of a row is in `extra`.

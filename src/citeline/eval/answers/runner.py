@@ -15,8 +15,8 @@ from citeline.eval.answers.golden import validate_row
 from citeline.eval.answers.row import QuestionRow
 from citeline.eval.answers.scoring import Observation, Retrieved, score_question
 from citeline.eval.answers.summary import summarize
-from citeline.models import Answer
-from citeline.retrieval.filters import Filter, Principal
+from citeline.filters import Filter, Principal
+from citeline.types import Answer
 
 if TYPE_CHECKING:
     from citeline.answer.verify import Verifier

@@ -25,7 +25,7 @@ from citeline.eval.metrics import (
     span_overlap,
     token_f1,
 )
-from citeline.models import REFUSAL, Answer
+from citeline.types import REFUSAL, Answer
 
 # The failure stages, in pipeline order, and how the report names them.
 STAGES: dict[str, str] = {

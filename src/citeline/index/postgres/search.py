@@ -30,6 +30,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from citeline.filters import Filter
 from citeline.index.base import Vector
 from citeline.index.postgres.connection import PostgresConnections
 from citeline.index.postgres.text import KeywordQuery
@@ -38,11 +39,10 @@ from citeline.index.sql.filters import filter_sql
 from citeline.index.sql.fts5 import K1, B, idf, term_weight
 from citeline.index.sql.store import SqlStore
 from citeline.index.sql.writes import PENDING_KEY
-from citeline.retrieval.bm25 import keyword_phrases
-from citeline.retrieval.filters import Filter
+from citeline.text.terms import keyword_phrases
 
 if TYPE_CHECKING:
-    from citeline.retrieval.query import Query
+    from citeline.query.analysis import Query
 
 
 def _bm25_sql(keyword: KeywordQuery, chunk_cond: str, posting_cond: str) -> str:

@@ -35,7 +35,7 @@ from citeline.index.sql.writes import NewChunk
 from citeline.settings import Settings, redact_url
 
 if TYPE_CHECKING:
-    from citeline.registry import BuildContext
+    from citeline.build_context import BuildContext
 
 
 def _error(url: str, exc: BaseException) -> CitelineError:

@@ -14,20 +14,38 @@ an interrupted bulk load or rows edited by hand.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from citeline.index.base import EmbedderInfo, Problem
 from citeline.index.sql.dialect import Session
 from citeline.index.sql.writes import remove_documents
 
-if TYPE_CHECKING:
-    from citeline.index.sql.store import SqlStore
-
 #: a problem found, with the repair step that fixes it (None: ``check`` cannot; "drop:ids" removes
 #: those documents)
 Found = tuple[Problem, str | None]
 Rows = Sequence[Sequence[Any]]
+
+
+class Checked(Protocol):
+    """What the checks ask of a store (index/sql/store.py:SqlStore): its sessions and own steps."""
+
+    def embedder_info(self) -> EmbedderInfo | None: ...
+
+    def reading(self, snapshot: bool = False) -> AbstractContextManager[Session]: ...
+
+    def writing(self) -> AbstractContextManager[Session]: ...
+
+    def check_probe(
+        self, name: str, s: Session, info: EmbedderInfo | None, found: Sequence[Found]
+    ) -> list[Found]: ...
+
+    def repair_derived(self, s: Session, steps: set[str], info: EmbedderInfo | None) -> None: ...
+
+    def after_repair(self, steps: set[str], info: EmbedderInfo | None) -> None: ...
+
+
 _SHOW = 5  # examples named per problem
 SQLITE, POSTGRES = "sqlite", "postgresql"
 BOTH = (SQLITE, POSTGRES)
@@ -310,7 +328,7 @@ REPAIRS: tuple[tuple[str, Mapping[str, Sequence[str]]], ...] = (
 )
 
 
-def find(store: SqlStore, s: Session, info: EmbedderInfo | None) -> list[Found]:
+def find(store: Checked, s: Session, info: EmbedderInfo | None) -> list[Found]:
     """Run every check of the table that concerns ``store``."""
     dialect = s.dialect
     found: list[Found] = []
@@ -334,7 +352,7 @@ def find(store: SqlStore, s: Session, info: EmbedderInfo | None) -> list[Found]:
     return found
 
 
-def repair(store: SqlStore, s: Session, steps: set[str], info: EmbedderInfo | None) -> None:
+def repair(store: Checked, s: Session, steps: set[str], info: EmbedderInfo | None) -> None:
     """The SQL repair steps, documents dropped, then the store's own steps (``repair_derived``)."""
     dialect = s.dialect
     for step, sql in REPAIRS:
@@ -351,7 +369,7 @@ def repair(store: SqlStore, s: Session, steps: set[str], info: EmbedderInfo | No
     store.repair_derived(s, steps, info)
 
 
-def check_store(store: SqlStore, fix: bool = False) -> list[Problem]:
+def check_store(store: Checked, fix: bool = False) -> list[Problem]:
     """Consistency problems (none: an empty list); ``fix`` repairs what it can and reports each
     problem with ``repaired`` set when a step fixed it."""
     info = store.embedder_info()

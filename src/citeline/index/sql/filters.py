@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from citeline.filters import Filter, Principal
 from citeline.index.sql.dialect import Dialect
-from citeline.retrieval.filters import Filter, Principal
 
 
 def _like_escape(value: str) -> str:

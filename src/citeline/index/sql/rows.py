@@ -8,7 +8,6 @@ values from PostgreSQL's ``json`` type; the readers here take either.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import time
 from collections.abc import Mapping, Sequence
@@ -16,15 +15,10 @@ from typing import Any
 
 from citeline.index.base import ApiKey
 from citeline.index.sql.dialect import Dialect
-from citeline.models import Chunk, Document
 from citeline.trace import Trace, TraceSummary
+from citeline.types import Chunk, Document
 
 Row = Sequence[Any]
-
-
-def text_hash(index_text: str) -> str:
-    """The key of a chunk's vector: the hash of the text it was embedded from."""
-    return hashlib.sha256(index_text.encode("utf-8")).hexdigest()
 
 
 def _json(value: Any) -> Any:

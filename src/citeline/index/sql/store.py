@@ -15,14 +15,14 @@ from functools import partial
 from typing import TYPE_CHECKING, Any
 
 from citeline.errors import CitelineError, EmbedderMismatchError
+from citeline.filters import Filter
 from citeline.index.base import DocumentWrite, EmbedderInfo, Problem, StoredFile, Vector
 from citeline.index.sql import rows
 from citeline.index.sql.dialect import Session, insert_sql
 from citeline.index.sql.filters import filter_sql
 from citeline.index.sql.records import SqlRecords
 from citeline.index.sql.writes import PENDING_KEY, NewChunk, remove_documents, write_documents
-from citeline.models import Chunk, Document
-from citeline.retrieval.filters import Filter
+from citeline.types import Chunk, Document
 
 if TYPE_CHECKING:
     from citeline.index.sql.checks import Found

@@ -22,7 +22,7 @@ from citeline.errors import CitelineError
 from citeline.index.base import DocumentWrite, Vector
 from citeline.index.sql import rows
 from citeline.index.sql.dialect import Session, insert_sql, upsert_sql
-from citeline.models import Chunk, Document
+from citeline.types import Chunk, Document, text_hash
 
 
 @dataclass(frozen=True)
@@ -196,7 +196,7 @@ def write_documents(
     removed = delete_documents(s, sorted({r[0] for r in old}))
     _insert_documents(s, kept, added)
 
-    hashes = {i: [rows.text_hash(c.index_text) for c in writes[i].chunks] for i in order}
+    hashes = {i: [text_hash(c.index_text) for c in writes[i].chunks] for i in order}
     needed = {h for i in order for h in hashes[i]}
     full_writes = [w for w in kept if w.vectors_from is None]
     vectors = _vectors(s, embedder, full_writes, needed)

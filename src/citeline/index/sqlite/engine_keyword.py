@@ -5,7 +5,7 @@ current folder and the change-log position it holds (index/sqlite/changelog.py).
 folder and switches the name atomically; an update deletes the changed rowids and adds back what
 SQLite still holds, then commits (tantivy keeps deletes as tombstones per segment and drops them
 when it merges segments), then records the position. Queries are the same OR of terms and phrases
-as FTS5's (retrieval/bm25.py: keyword_phrases), tokenized like FTS5's ``porter unicode61
+as FTS5's (text/terms.py: keyword_phrases), tokenized like FTS5's ``porter unicode61
 remove_diacritics 2`` (simple tokens, lowercased, ASCII-folded, English stemmer).
 """
 

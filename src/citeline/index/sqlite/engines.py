@@ -41,6 +41,7 @@ import numpy as np
 import numpy.typing as npt
 
 from citeline.errors import IndexBusyError
+from citeline.filters import Filter
 from citeline.index.base import Problem
 from citeline.index.sql.dialect import SQLITE
 from citeline.index.sql.filters import filter_sql
@@ -48,7 +49,6 @@ from citeline.index.sqlite.changelog import changed_rowids, log_floor, log_posit
 from citeline.index.sqlite.engine_keyword import KeywordEngine, SliceIndex, read_state
 from citeline.index.sqlite.engine_vector import VectorEngine
 from citeline.index.sqlite.schema import snapshot
-from citeline.retrieval.filters import Filter
 
 log = logging.getLogger(__name__)
 Rowids = npt.NDArray[np.int64]

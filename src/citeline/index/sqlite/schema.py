@@ -133,7 +133,7 @@ CREATE INDEX traces_owner ON traces(owner, created_at);
 
 
 def _v2(conn: sqlite3.Connection) -> None:
-    from citeline.models import DEFAULT_COLLECTION, document_id_for
+    from citeline.types import DEFAULT_COLLECTION, document_id_for
 
     for statement in _statements(_V2_TABLES):
         conn.execute(statement)

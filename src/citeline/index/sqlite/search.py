@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 import numpy.typing as npt
 
+from citeline.filters import Filter
 from citeline.index.base import Vector
 from citeline.index.sql.dialect import SQLITE
 from citeline.index.sql.filters import filter_sql
@@ -36,8 +37,7 @@ from citeline.index.sqlite.connections import SqliteConnections
 from citeline.index.sqlite.dense import DenseMatrix
 from citeline.index.sqlite.engines import Engines, EngineState
 from citeline.index.sqlite.schema import snapshot
-from citeline.retrieval.bm25 import fts_match_expression, fts_quote, keyword_phrases
-from citeline.retrieval.filters import Filter
+from citeline.text.terms import fts_match_expression, fts_quote, keyword_phrases
 
 log = logging.getLogger(__name__)
 _VOCAB = "temp.citeline_fts_instances"
@@ -67,7 +67,7 @@ def _locate(
 
 
 if TYPE_CHECKING:
-    from citeline.retrieval.query import Query
+    from citeline.query.analysis import Query
 
 
 class SqliteSearch(SqliteConnections, SqlStore):

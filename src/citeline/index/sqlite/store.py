@@ -30,7 +30,6 @@ from citeline.errors import (
 from citeline.index.base import EmbedderInfo, Problem
 from citeline.index.sql.dialect import SQLITE, Session, insert_sql
 from citeline.index.sql.rows import chunk_write_columns
-from citeline.index.sql.rows import text_hash as text_hash  # callers import it from here
 from citeline.index.sql.writes import NewChunk
 from citeline.index.sqlite import schema
 from citeline.index.sqlite.changelog import compact, log_floor, log_position
@@ -41,8 +40,8 @@ from citeline.index.sqlite.search import SqliteSearch
 log = logging.getLogger(__name__)
 
 if TYPE_CHECKING:
+    from citeline.build_context import BuildContext
     from citeline.index.sql.checks import Found
-    from citeline.registry import BuildContext
     from citeline.settings import Settings
 
 DB_NAME = "citeline.db"

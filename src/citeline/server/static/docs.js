@@ -17,7 +17,7 @@ function table(head, rows) {
   return el("div", { class: "scroll", tabindex: "0", role: "region", "aria-label": cols.map((c) => c.name).join(", ") }, t);
 }
 
-// what the question asked for (retrieval/slot.py): "the default of smtpd_recipient_limit (a value)"
+// what the question asked for (query/slot.py): "the default of smtpd_recipient_limit (a value)"
 const ATTRIBUTES = { default: "the default", maximum: "the limit", minimum: "the minimum", quantity: "the amount",
   version: "the version", which: "which one", meaning: "what it means", procedure: "how to do it", reason: "why",
   yesno: "whether it holds", other: "an answer" };

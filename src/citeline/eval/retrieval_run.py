@@ -39,12 +39,12 @@ from typing import Any
 from citeline.errors import CitelineError
 from citeline.eval.beir import BeirDataset, BeirDoc, DatasetNotFoundError, load_beir
 from citeline.eval.metrics import DEFAULT_METRICS, evaluate, percentile
+from citeline.filters import Filter
 from citeline.kb import KnowledgeBase, open_kb
-from citeline.models import Hit
 from citeline.rerank.base import Reranker
-from citeline.retrieval.filters import Filter
 from citeline.retrieval.fusion import convex_combination, reciprocal_rank_fusion
 from citeline.settings import Settings, cache_root, is_url, load_settings, redact_url
+from citeline.types import Hit
 
 FUSIONS = ("rrf", "convex")
 STAGE_ORDER = ("bm25", "dense", "fused", "fused_rrf", "fused_convex", "reranked")

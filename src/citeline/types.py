@@ -7,9 +7,12 @@ always the exact quoted passage.
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
+
+from citeline.jsonable import Jsonable, json_spec
 
 BlockKind = Literal["paragraph", "table", "code", "list", "heading"]
 
@@ -62,14 +65,17 @@ def utf8_name(name: str) -> bool:
     return True
 
 
+def text_hash(index_text: str) -> str:
+    """The key of a chunk's vector: the hash of the text it was embedded from."""
+    return hashlib.sha256(index_text.encode("utf-8")).hexdigest()
+
+
 def document_id_for(collection: str, source: str) -> str:
     """A document's id: its collection and its source path relative to the collection's root.
 
     Independent of the machine that added it, so two writers to one shared store (or ingestion
     workers on other hosts) agree on it.
     """
-    import hashlib
-
     return hashlib.sha256(f"{collection}\0{source}".encode()).hexdigest()[:24]
 
 
@@ -142,6 +148,24 @@ class Hit:
     score: float
     stages: dict[str, StageScore] = field(default_factory=dict)
 
+    def to_json(self) -> dict[str, Any]:
+        """A search result as ``citeline search --json`` and ``POST /v1/search`` show it."""
+        c = self.chunk
+        return {
+            "chunk_id": c.id,
+            "document_id": c.document_id,
+            "source": self.source,
+            "title": self.title,
+            "heading": c.heading,
+            "page": c.page,
+            "page_end": c.page_end,
+            "start": c.start,
+            "end": c.end,
+            "text": c.text,
+            "score": self.score,
+            "stages": {k: {"score": v.score, "rank": v.rank} for k, v in self.stages.items()},
+        }
+
 
 @dataclass(frozen=True)
 class Passage:
@@ -179,7 +203,7 @@ class Draft:
 
 
 @dataclass(frozen=True)
-class Citation:
+class Citation(Jsonable):
     """A numbered source that resolves to a place a user can open."""
 
     n: int
@@ -188,6 +212,11 @@ class Citation:
     title: str
     page: int | None
     page_end: int | None
+    #: the labels printed on ``page`` and ``page_end`` (a PDF's /PageLabels: "ix", "9"), when the
+    #: document has them (citeline.page_labels); ``page`` is always the page's place in the file.
+    #: Keyword-only: declared here for the JSON's key order, they are last in ``__init__``.
+    page_label: str | None = field(default=None, kw_only=True)
+    page_end_label: str | None = field(default=None, kw_only=True)
     heading: str
     start: int
     end: int
@@ -195,33 +224,32 @@ class Citation:
     chunk_id: str
     quote_start: int
     quote_end: int
-    #: the labels printed on ``page`` and ``page_end`` (a PDF's /PageLabels: "ix", "9"), when the
-    #: document has them (citeline.page_labels); ``page`` is always the page's place in the file
-    page_label: str | None = None
-    page_end_label: str | None = None
 
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "n": self.n,
-            "document_id": self.document_id,
-            "source": self.source,
-            "title": self.title,
-            "page": self.page,
-            "page_end": self.page_end,
-            "page_label": self.page_label,
-            "page_end_label": self.page_end_label,
-            "heading": self.heading,
-            "start": self.start,
-            "end": self.end,
-            "quote": self.quote,
-            "chunk_id": self.chunk_id,
-            "quote_start": self.quote_start,
-            "quote_end": self.quote_end,
-        }
+    @classmethod
+    def of(cls, passage: Passage, n: int, quote: tuple[int, int] | None = None) -> Citation:
+        """``passage`` cited as [n]; ``quote``: the document span supporting the answer (default:
+        the whole passage)."""
+        chunk = passage.chunk
+        quote_start, quote_end = quote if quote is not None else (chunk.start, chunk.end)
+        return cls(
+            n=n,
+            document_id=chunk.document_id,
+            source=passage.hit.source,
+            title=passage.hit.title,
+            page=chunk.page,
+            page_end=chunk.page_end,
+            heading=chunk.heading,
+            start=chunk.start,
+            end=chunk.end,
+            quote=chunk.text,
+            chunk_id=chunk.id,
+            quote_start=quote_start,
+            quote_end=quote_end,
+        )
 
 
 @dataclass(frozen=True)
-class SentenceQuote:
+class SentenceQuote(Jsonable):
     """Where citation ``n`` supports one sentence: document offsets of the supporting unit. Two
     sentences citing the same passage each have their own (``Citation.quote_start`` is the best
     over the whole answer)."""
@@ -230,33 +258,20 @@ class SentenceQuote:
     quote_start: int
     quote_end: int
 
-    def to_json(self) -> dict[str, Any]:
-        return {"n": self.n, "quote_start": self.quote_start, "quote_end": self.quote_end}
-
 
 @dataclass(frozen=True)
-class AnswerSentence:
+class AnswerSentence(Jsonable):
     text: str
     citations: tuple[int, ...]
     supported: bool
     removed: bool
-    support_score: float = 0.0
+    support_score: float = field(default=0.0, metadata=json_spec(digits=4))
     #: one per citation, in the same order: the span of that passage supporting this sentence
     quotes: tuple[SentenceQuote, ...] = ()
 
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "text": self.text,
-            "citations": list(self.citations),
-            "supported": self.supported,
-            "removed": self.removed,
-            "support_score": round(self.support_score, 4),
-            "quotes": [q.to_json() for q in self.quotes],
-        }
-
 
 @dataclass(frozen=True)
-class Answer:
+class Answer(Jsonable):
     question: str
     answer: str
     refused: bool
@@ -265,32 +280,13 @@ class Answer:
     dropped_citations: tuple[int, ...] = ()
     generator: str = "extractive"
     trace_id: str | None = None
-    timings_ms: dict[str, float] = field(default_factory=dict)
-    relevance: float = 0.0
+    timings_ms: dict[str, float] = field(default_factory=dict, metadata=json_spec(digits=2))
+    relevance: float = field(default=0.0, metadata=json_spec(digits=4))
     refusal_reason: str | None = None
-    confidence: float | None = None
+    confidence: float | None = field(default=None, metadata=json_spec(digits=4))
     #: the trained reader's best score over the context (None without a reader)
-    reader_score: float | None = None
+    reader_score: float | None = field(default=None, metadata=json_spec(digits=4))
     #: why retrieval was keyword-only for this answer (dense side failed or too slow), else None
     degraded: str | None = None
-    #: what the question asks for: {"attribute", "kind", "subject"} (retrieval/slot.py)
+    #: what the question asks for: {"attribute", "kind", "subject"} (query/slot.py)
     slot: Mapping[str, Any] | None = None
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "question": self.question,
-            "answer": self.answer,
-            "refused": self.refused,
-            "citations": [c.to_json() for c in self.citations],
-            "sentences": [s.to_json() for s in self.sentences],
-            "dropped_citations": list(self.dropped_citations),
-            "generator": self.generator,
-            "trace_id": self.trace_id,
-            "timings_ms": {k: round(v, 2) for k, v in self.timings_ms.items()},
-            "relevance": round(self.relevance, 4),
-            "refusal_reason": self.refusal_reason,
-            "confidence": None if self.confidence is None else round(self.confidence, 4),
-            "reader_score": None if self.reader_score is None else round(self.reader_score, 4),
-            "degraded": self.degraded,
-            "slot": None if self.slot is None else dict(self.slot),
-        }

@@ -1,4 +1,4 @@
-"""`citeline embed`: the background pass of progressive indexing (``add --progressive`` or
+"""`citeline embed` (registered on the main command by ``register``): the background pass of progressive indexing (``add --progressive`` or
 ``--background`` writes chunks with the fast embedder's vectors; this adds the index's own).
 
 The pass commits a batch at a time, so it can be killed at any moment (SIGKILL included) and run
@@ -19,8 +19,8 @@ from typing import IO
 
 import click
 
-from citeline.cli import _kb, _print_json, _progress, main, out
-from citeline.cli_output import json_option
+from citeline.cli.output import OutputConsole, json_option, open_kb, print_json
+from citeline.cli.progress import progress_bar
 from citeline.errors import IndexBusyError
 from citeline.settings import is_url
 
@@ -65,7 +65,7 @@ def start_background(location: str) -> int:
     return child.pid
 
 
-@main.command()
+@click.command()
 @json_option()
 @click.pass_context
 def embed(ctx: click.Context, as_json: bool) -> None:
@@ -73,15 +73,20 @@ def embed(ctx: click.Context, as_json: bool) -> None:
 
     Safe to stop at any moment and run again: it resumes where it stopped. Searches and answers
     never wait for it; `citeline status` shows how many chunks have their full vectors."""
-    kb = _kb(ctx)
-    with pass_lock(kb.settings.index), _progress(not as_json and sys.stderr.isatty()) as progress:
+    kb = open_kb(ctx.obj["index"], create=False)
+    err = OutputConsole(stderr=True, highlight=False, soft_wrap=True)
+    with pass_lock(kb.settings.index), progress_bar(not as_json and sys.stderr.isatty(), err) as progress:
         result = kb.embed(progress)
     stats = kb.status()
     result["full_vectors"], result["chunks"] = stats["full_vectors"], stats["chunks"]
     if as_json:
-        _print_json(result)
+        print_json(result)
         return
-    out.print(
+    OutputConsole(soft_wrap=True, highlight=False).print(
         f"embedded {result['embedded']} chunk texts with {result['embedder']} in {result['seconds']:.1f} s; "
         f"{result['full_vectors']} of {result['chunks']} chunks have full vectors"
     )
+
+
+def register(main: click.Group) -> None:
+    main.add_command(embed)

@@ -7,7 +7,7 @@ from typing import Any
 
 import click
 
-from citeline.cli_output import json_option, open_kb
+from citeline.cli.output import json_option, open_kb
 from citeline.registry import KINDS, registry
 from citeline.settings import load_settings, redact_url, toml_value
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from citeline.answer.chat import ChatModel
+from citeline.chat import ChatModel
 from citeline.errors import ConfigError, EmbedderMismatchError
 from citeline.registry import registry
 from citeline.settings import Settings, is_url
@@ -55,6 +55,7 @@ class Components:
         self._injected: Generator | None = None
         self._reader: Reader | None = None
         self._breaker: CircuitBreaker | None = None
+        self._answerer: Answerer | None = None
 
     @property
     def settings(self) -> Settings:
@@ -93,6 +94,7 @@ class Components:
         self._generator = generator
         self._injected = generator
         self._chat_model = None
+        self._answerer = None  # it holds the generator it was built with
 
     def with_settings(self, settings: Settings) -> Components:
         """The same store, embedder and injected generator, other settings (the rest is rebuilt)."""
@@ -182,6 +184,12 @@ class Components:
         return self._fast[name]
 
     def answerer(self) -> Answerer:
+        """The one answerer of these components (it keeps no state between questions)."""
+        if self._answerer is None:
+            self._answerer = self._build_answerer()
+        return self._answerer
+
+    def _build_answerer(self) -> Answerer:
         from citeline.answer.answerer import Answerer
         from citeline.answer.extractive import ExtractiveGenerator
 
@@ -207,6 +215,8 @@ class Components:
             self.verifier,
             settings,
             self.reranker,
+            # the context's budget in the embedder's tokens, not a guess from its characters
+            count_tokens=self.embedder.count_tokens,
             reader=self.reader,
             floor=floor,
         )

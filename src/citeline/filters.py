@@ -1,7 +1,7 @@
 """Metadata and access filters, pushed down into every search engine (pre-filtering).
 
 Access is explicit: a Filter always names its Principal. The local command line acts as
-``Principal.local_admin()`` (stated once, in cli.py); the Python API and the server must say
+``Principal.local_admin()`` (stated once, in cli/main.py); the Python API and the server must say
 who is asking.
 """
 

@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 from wordfreq import get_frequency_dict
 
-from citeline.retrieval import english
-from citeline.retrieval.english import SortedWords, english_words
+from citeline.query import english
+from citeline.query.english import SortedWords, english_words
 
 WORDS = sorted(["apple", "banana", "café", "cherry", "zebra", "zürich", "αβγ"], key=str.encode)
 

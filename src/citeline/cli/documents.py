@@ -8,9 +8,9 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from citeline.cli import _filter, _kb, _n, _print_json, filter_options, main, out
-from citeline.cli_output import json_option
-from citeline.models import DEFAULT_COLLECTION, Document
+from citeline.cli.main import _filter, _kb, _n, _print_json, filter_options, main, out
+from citeline.cli.output import json_option
+from citeline.types import DEFAULT_COLLECTION, Document
 
 if TYPE_CHECKING:
     from citeline.kb import KnowledgeBase
@@ -25,7 +25,7 @@ def document_row(kb: KnowledgeBase, doc: Document) -> dict[str, Any]:
         "format": doc.format,
         "size": doc.size,
         "pages": doc.page_count,
-        "chunks": len(kb.store.document_chunks(doc.id)),
+        "chunks": kb.chunk_count(doc),
         "tags": dict(doc.tags),
         "acl": list(doc.acl),
         "path": doc.metadata.get("path"),
@@ -54,7 +54,7 @@ def documents(
     kb = _kb(ctx)
     flt = dataclasses.replace(_filter(**filters), collections=collections)
     docs = kb.documents(flt=flt, limit=limit)
-    total = kb.store.count_documents(flt)
+    total = kb.count_documents(flt)
     rows = [document_row(kb, d) for d in docs]
     if as_json:
         _print_json({"documents": rows, "total": total})
@@ -83,7 +83,7 @@ def check(ctx: click.Context, repair: bool, as_json: bool) -> None:
     if as_json:
         _print_json(report.to_json())
     else:
-        stats = kb.store.stats()
+        stats = kb.stats()
         for problem in report.problems:
             fixed = " [green](repaired)[/green]" if problem.repaired else ""
             out.print(f"[yellow]problem[/yellow] {problem.kind}: {_n(problem.detail)}{fixed}")

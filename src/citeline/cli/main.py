@@ -28,7 +28,7 @@ import click
 from rich.markup import escape
 
 from citeline import terminal
-from citeline.cli_output import (
+from citeline.cli.output import (
     JSON_META_KEY,
     OutputConsole,
     dumps,
@@ -39,6 +39,7 @@ from citeline.cli_output import (
     print_json,
     quiet_broken_pipe,
 )
+from citeline.cli.progress import progress_bar
 from citeline.errors import (
     EXIT_INTERNAL,
     EXIT_INTERRUPTED,
@@ -48,10 +49,9 @@ from citeline.errors import (
     CitelineError,
     UsageError,
 )
-from citeline.models import DEFAULT_COLLECTION, Answer, Hit
-from citeline.progress_bar import progress_bar
-from citeline.retrieval.filters import Filter, Principal
+from citeline.filters import Filter, Principal
 from citeline.settings import debug_enabled
+from citeline.types import DEFAULT_COLLECTION, Answer
 
 if TYPE_CHECKING:
     from citeline.ingest.pipeline import IngestReport
@@ -303,7 +303,7 @@ def add(
             progressive=progressive or background,
         )
     if background and kb.store.pending_embedder() is not None:
-        from citeline.cli_embed import start_background
+        from citeline.cli.embed import start_background
 
         err.print(
             f"citeline embed: full vectors in the background (pid {start_background(kb.settings.index)})"
@@ -362,24 +362,6 @@ def remove(ctx: click.Context, paths: tuple[str, ...]) -> None:
         sys.exit(1 if not report.removed else EXIT_PARTIAL)
 
 
-def _hit_json(hit: Hit) -> dict[str, Any]:
-    c = hit.chunk
-    return {
-        "chunk_id": c.id,
-        "document_id": c.document_id,
-        "source": hit.source,
-        "title": hit.title,
-        "heading": c.heading,
-        "page": c.page,
-        "page_end": c.page_end,
-        "start": c.start,
-        "end": c.end,
-        "text": c.text,
-        "score": hit.score,
-        "stages": {k: {"score": v.score, "rank": v.rank} for k, v in hit.stages.items()},
-    }
-
-
 @main.command()
 @click.argument("query")
 @click.option("-k", "k", type=int, default=10, show_default=True, help="How many results.")
@@ -402,7 +384,7 @@ def search(
     kb = _kb(ctx)
     hits = kb.search(query, flt=_filter(**filters), k=k, fusion=fusion, alpha=alpha)
     if as_json:
-        _print_json({"query": query, "results": [_hit_json(h) for h in hits]})
+        _print_json({"query": query, "results": [h.to_json() for h in hits]})
         return
     for rank, hit in enumerate(hits, 1):
         stages = "  ".join(f"{k}#{v.rank}" for k, v in hit.stages.items() if k != "fused")
@@ -450,7 +432,7 @@ def ask(
         print_answer(answer)
     trace = kb.trace(answer.trace_id) if explain and answer.trace_id else None
     if explain and trace is None:
-        why = "the index is read-only here" if kb.store.read_only else "trace = false, or it was not written"
+        why = "the index is read-only here" if kb.read_only else "trace = false, or it was not written"
         err.print(f"[yellow]note:[/yellow] no trace was stored for this answer ({why})")
     if trace is not None:
         err.print("\n[bold]Trace[/bold]")
@@ -476,21 +458,22 @@ def status(ctx: click.Context, as_json: bool) -> None:
 
 
 def register_commands() -> None:
-    from citeline import (  # noqa: F401 (their commands register on main)
-        cli_documents,  # documents, check
-        cli_embed,  # embed
-        cli_inspect,  # show, reindex, migrate, trace, calibrate
+    from citeline.cli import (  # noqa: F401 (their commands register on main)
+        documents,  # documents, check
+        inspect,  # show, reindex, migrate, trace, calibrate
     )
-    from citeline.cli_config import backends, config_group
-    from citeline.cli_server import register as register_server
-    from citeline.eval.answers_cli import register
-    from citeline.eval.cli import eval_group
+    from citeline.cli.config import backends, config_group
+    from citeline.cli.embed import register as register_embed
+    from citeline.cli.eval import eval_group
+    from citeline.cli.eval_answers import register
+    from citeline.cli.server import register as register_server
 
     register(eval_group)
     main.add_command(eval_group)
     main.add_command(config_group)
     main.add_command(backends)
     register_server(main)
+    register_embed(main)
 
 
 register_commands()

@@ -1,11 +1,11 @@
-"""The asked slot: attribute, answer kind and subject of a question (retrieval/slot.py)."""
+"""The asked slot: attribute, answer kind and subject of a question (query/slot.py)."""
 
 from __future__ import annotations
 
 import pytest
 
-from citeline.retrieval.query import analyze, version_qualifiers
-from citeline.retrieval.slot import asked_slot
+from citeline.query.analysis import analyze, version_qualifiers
+from citeline.query.slot import asked_slot
 
 
 @pytest.mark.parametrize(

@@ -233,7 +233,7 @@ def answers_command(
             label = dataset or (golden.stem if golden is not None else None)
             principal = None
             if as_user is not None:
-                from citeline.retrieval.filters import Principal
+                from citeline.filters import Principal
 
                 principal = Principal(
                     user=as_user.removeprefix("user:") or None,
@@ -280,14 +280,33 @@ def answers_command(
 )
 def compare_command(a: Path, b: Path, max_drop: float | None) -> None:
     """Print two answers reports (JSON) side by side with the change from A to B."""
-    from citeline.eval.answers import deltas, regressions
-    from citeline.eval.report import metric_label
+    from citeline.eval.answers import regressions
 
     ra, rb = (json.loads(p.read_text(encoding="utf-8")) for p in (a, b))
     for name, r in ((a, ra), (b, rb)):
         if "metrics" not in r:
             raise click.ClickException(f"{name} is not an answers report (no 'metrics').")
-    table = Table(title=f"A = {a}   B = {b}", title_justify="left")
+    print_comparison(ra, rb, f"A = {a}   B = {b}")
+    if max_drop is not None:
+        worse = regressions(rb, ra, max_drop)
+        if worse:
+            Console(stderr=True).print(
+                "[red]worse[/]: " + ", ".join(f"{w['metric']} by {w['drop']:.3f}" for w in worse)
+            )
+            sys.exit(1)
+
+
+def print_comparison(ra: dict[str, Any], rb: dict[str, Any], title: str) -> None:
+    """Two answers reports side by side (metric, A, B, B - A), then the per-question pairing."""
+    Console().print(comparison_table(ra, rb, title))
+    Console().print(paired_table(ra.get("rows") or [], rb.get("rows") or []))
+
+
+def comparison_table(ra: dict[str, Any], rb: dict[str, Any], title: str) -> Table:
+    from citeline.eval.answers import deltas
+    from citeline.eval.report import metric_label
+
+    table = Table(title=title, title_justify="left")
     table.add_column("metric")
     table.add_column("A", justify="right")
     table.add_column("B", justify="right")
@@ -307,15 +326,7 @@ def compare_command(a: Path, b: Path, max_drop: float | None) -> None:
         table.add_row(label, _fmt(d["a"], digits), _fmt(d["b"], digits), change)
     for key in ("questions", "answerable", "unanswerable", "failures"):
         table.add_row(f"{key} (count)", str(ra["counts"].get(key)), str(rb["counts"].get(key)), "")
-    Console().print(table)
-    Console().print(paired_table(ra.get("rows") or [], rb.get("rows") or []))
-    if max_drop is not None:
-        worse = regressions(rb, ra, max_drop)
-        if worse:
-            Console(stderr=True).print(
-                "[red]worse[/]: " + ", ".join(f"{w['metric']} by {w['drop']:.3f}" for w in worse)
-            )
-            sys.exit(1)
+    return table
 
 
 def paired_table(rows_a: list[dict[str, Any]], rows_b: list[dict[str, Any]]) -> Table:

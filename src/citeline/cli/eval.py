@@ -15,7 +15,7 @@ import click
 from rich.console import Console
 from rich.table import Table
 
-from citeline.cli_output import json_option
+from citeline.cli.output import json_option
 from citeline.errors import CitelineError
 
 eval_group = click.Group("eval", help="Measure retrieval and answer quality on evaluation datasets.")
@@ -113,7 +113,7 @@ def retrieval_command(
     as_json: bool,
 ) -> None:
     """nDCG@10, Recall@10/100, MRR@10 and hit-rate@5 per stage, with p50/p95 latency per query."""
-    from citeline.eval import retrieval as ev
+    from citeline.eval import retrieval_run as ev
     from citeline.rerank import DEFAULT_RERANKER
     from citeline.settings import load_settings
 

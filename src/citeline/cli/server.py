@@ -12,8 +12,8 @@ from pathlib import Path
 
 import click
 
-from citeline.access import ROLES, authenticate, create_key, expiry_text, key_json, parse_expiry, revoke
-from citeline.cli_output import json_option, open_kb
+from citeline.access import ROLES, expiry_text, key_json, parse_expiry
+from citeline.cli.output import json_option, open_kb
 from citeline.errors import CitelineError, MissingExtraError
 
 
@@ -51,14 +51,14 @@ def serve(ctx: click.Context, host: str, port: int, allow_anonymous: bool, no_mc
     kb = open_kb(ctx.obj["index"], create=False)
     app = create_app(kb, allow_anonymous=allow_anonymous or None, host=host, mcp=not no_mcp)
     state = app.state.citeline
-    if not state.kb.store.api_keys() and not state.allow_anonymous:
+    if not state.kb.keys.records() and not state.allow_anonymous:
         click.echo(
             "note: this index has no API keys yet; create one with `citeline keys create --user NAME`",
             err=True,
         )
 
     if state.kb.store.pending_embedder() is not None and not state.kb.store.read_only:
-        from citeline.cli_embed import start_background
+        from citeline.cli.embed import start_background
 
         # progressive indexing: the full vectors are filled in beside the server (a process of its
         # own, which exits at once when another pass holds the index)
@@ -131,12 +131,11 @@ def keys_create(
     """Create a key; it is printed once and stored only as a keyed hash."""
     expires_at = None if expires is None else parse_expiry(expires)
     with open_kb(ctx.obj["index"], create=True) as kb:
-        key, record = create_key(
-            kb.store,
+        key, record = kb.keys.create(
             user,
             tuple(g.strip() for g in groups.split(",")),
             "admin" if admin else role,
-            label,
+            label=label,
             expires_at=expires_at,
         )
     if as_json:
@@ -160,7 +159,7 @@ def keys_create(
 def keys_list(ctx: click.Context, as_json: bool = False, show_all: bool = False) -> None:
     """Keys by id, user, groups, role and expiry (never the keys themselves)."""
     with open_kb(ctx.obj["index"], create=False) as kb:
-        rows = [key_json(k) for k in kb.store.api_keys() if show_all or k.active]
+        rows = [key_json(k) for k in kb.keys.records() if show_all or k.active]
     if as_json:
         click.echo(json.dumps(rows, indent=2))
         return
@@ -182,7 +181,7 @@ def keys_list(ctx: click.Context, as_json: bool = False, show_all: bool = False)
 def keys_revoke(ctx: click.Context, key_id: str) -> None:
     """Revoke a key by its id (from `citeline keys list`); it stops working at once."""
     with open_kb(ctx.obj["index"], create=False) as kb:
-        if not revoke(kb.store, key_id):
+        if not kb.keys.revoke(key_id):
             raise CitelineError(f"No active key '{key_id}'. `citeline keys list` shows the ids.")
     click.echo(f"Revoked key {key_id}.")
 
@@ -205,7 +204,7 @@ def mcp_command(ctx: click.Context, key: str | None, key_file: Path | None) -> N
         key = key_file.read_text(encoding="utf-8").strip()
     kb = open_kb(ctx.obj["index"], create=False)
     try:
-        caller = authenticate(kb.store, key)
+        caller = kb.keys.authenticate(key)
         run_stdio(ServerState.build(kb), caller)
     finally:
         kb.close()

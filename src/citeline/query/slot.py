@@ -209,7 +209,7 @@ _SUBJECT = re.compile(
     r"(?<![\w.-])(?P<code>(?=[A-Za-z-]*\d)(?=[\w-]*[A-Za-z])[A-Za-z0-9]+(?:-[A-Za-z0-9]+)*)(?![\w.-])"
 )
 # A version named in passing qualifies the question ("in Node 18", "since 3.7"); it is not its
-# subject (retrieval/query.py reads it, relevance.py decides whether it must be present)
+# subject (query/analysis.py reads it, relevance.py decides whether it must be present)
 _VERSION_LIKE = re.compile(r"^v?\d+(?:\.\d+)*[a-z]?$", _I)
 # A file name's extension or an email address is not a subject on its own
 # "U.S", "e.g", "i.e": single letters with dots are an abbreviation, not a dotted name

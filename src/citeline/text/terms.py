@@ -3,10 +3,18 @@
 from __future__ import annotations
 
 import re
-from typing import TYPE_CHECKING
+from typing import Protocol
 
-if TYPE_CHECKING:
-    from citeline.retrieval.query import Query
+
+class Analysed(Protocol):
+    """A question with its terms found once (query/analysis.py:Query)."""
+
+    @property
+    def text(self) -> str: ...
+
+    @property
+    def terms(self) -> tuple[str, ...]: ...
+
 
 # Identifiers such as LDG-4012, sync.batch_size or v2.1.0 are kept whole (matched as phrases).
 _TERM = re.compile(r"\w+(?:[-_./:]\w+)*", re.UNICODE)
@@ -50,7 +58,7 @@ def is_identifier(term: str) -> bool:
     return any(ch.isdigit() for ch in term) or bool(re.search(r"[-_./:]", term))
 
 
-def keyword_phrases(query: Query | str, max_terms: int = 32) -> list[str]:
+def keyword_phrases(query: Analysed | str, max_terms: int = 32) -> list[str]:
     """The quoted units of the keyword search, in order: each term (a compound identifier is one
     phrase of several tokens). Every keyword engine ORs these, so all stores search alike."""
     text = query if isinstance(query, str) else query.text
@@ -65,7 +73,7 @@ def fts_quote(phrase: str) -> str:
     return '"' + phrase.replace('"', '""') + '"'
 
 
-def fts_match_expression(query: Query | str, max_terms: int = 32) -> str | None:
+def fts_match_expression(query: Analysed | str, max_terms: int = 32) -> str | None:
     """An OR of quoted terms (phrases for compound identifiers); None if nothing is searchable."""
     terms = keyword_phrases(query, max_terms)
     if not terms:

@@ -19,7 +19,7 @@ earlier one already knew.
   versions as codes.
 * ``weights``: IDF of each term over the documents the asker may read (filled by retrieval).
 * ``slot``: what the asking part asks for: an attribute (default, maximum, version, ...) of a
-  subject (its identifiers), answered by a value of some kind (retrieval/slot.py).
+  subject (its identifiers), answered by a value of some kind (query/slot.py).
 """
 
 from __future__ import annotations
@@ -28,9 +28,9 @@ import re
 from collections.abc import Container, Iterable, Mapping
 from dataclasses import dataclass, field, replace
 
-from citeline.retrieval.bm25 import STOPWORDS, is_code, is_identifier, query_terms
-from citeline.retrieval.english import english_words
-from citeline.retrieval.slot import Slot, asked_slot
+from citeline.query.english import english_words
+from citeline.query.slot import Slot, asked_slot
+from citeline.text.terms import STOPWORDS, is_code, is_identifier, query_terms
 
 # Matches start where a run of word characters and hyphens starts (linear time on "a-a-a-...").
 _NAME = re.compile(r"\b(?<![\w-])[A-Za-z][\w-]*[A-Z][\w-]*\b|\b[A-Z][a-z][\w-]*\b")
@@ -121,7 +121,7 @@ def analyze(question: str | Query) -> Query:
 
 def _english() -> Container[str]:
     """wordfreq's large English list (321,000 words from books, news, the web and subtitles),
-    looked up in a sorted copy in the cache folder (retrieval/english.py): loading wordfreq
+    looked up in a sorted copy in the cache folder (query/english.py): loading wordfreq
     costs a one-shot command more than the rest of its query analysis."""
     return english_words()
 

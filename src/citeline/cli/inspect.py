@@ -3,6 +3,7 @@ embedder or the store, reading traces and calibrating refusals (registered on th
 
 from __future__ import annotations
 
+import json
 import sys
 from contextlib import closing
 from pathlib import Path
@@ -12,9 +13,9 @@ import click
 from rich.markup import escape
 
 from citeline import terminal
-from citeline.cli import LOCAL, _kb, _n, _print_json, _progress, _t, main, out
-from citeline.cli_output import json_option
-from citeline.errors import CitelineError
+from citeline.cli.main import LOCAL, _kb, _n, _print_json, _progress, _t, err, main, out
+from citeline.cli.output import json_option
+from citeline.errors import CitelineError, SwapRefusedError
 
 if TYPE_CHECKING:
     from citeline.kb import KnowledgeBase
@@ -74,15 +75,98 @@ def _window(
 
 @main.command()
 @click.option("--embedder", "embedder_name", required=True, help="Registry name or onnx:DIR.")
+@click.option(
+    "--compare",
+    "questions",
+    type=click.Path(exists=True, dir_okay=False, path_type=Path),
+    help="A question set (golden JSONL, as `eval answers` reads it): answer it with both embedders "
+    "on a scratch copy first, and swap only if no metric drops by more than --max-drop.",
+)
+@click.option(
+    "--max-drop",
+    type=click.FloatRange(min=0.0),
+    default=None,
+    help="With --compare: how much worse (absolute) any tracked metric may get. [default: 0.02]",
+)
+@click.option("--force", is_flag=True, help="With --compare: swap even when a metric dropped.")
+@click.option(
+    "--docs-root",
+    type=click.Path(exists=True, file_okay=False, path_type=Path),
+    help="With --compare: the folder the question set's sources and scopes are relative to.",
+)
+@click.option(
+    "--reports",
+    type=click.Path(file_okay=False, path_type=Path),
+    help="With --compare: write old.json and new.json (answers reports, for `eval compare`) here.",
+)
 @click.pass_context
-def reindex(ctx: click.Context, embedder_name: str) -> None:
-    """Rebuild all vectors with another embedder, side by side, then swap atomically."""
+def reindex(
+    ctx: click.Context,
+    embedder_name: str,
+    questions: Path | None,
+    max_drop: float | None,
+    force: bool,
+    docs_root: Path | None,
+    reports: Path | None,
+) -> None:
+    """Rebuild all vectors with another embedder, side by side, then swap atomically.
+
+    With --compare, refuse the swap (exit code 5, the index unchanged) when the new embedder makes
+    a metric of the question set worse by more than --max-drop."""
+    if questions is None and (max_drop is not None or force or docs_root or reports):
+        raise click.UsageError("--max-drop, --force, --docs-root and --reports apply to --compare only.")
+    rows = None
+    if questions is not None:
+        from citeline.eval.answers import load_golden
+
+        rows = load_golden(questions)
     kb = _kb(ctx)
+    refused: SwapRefusedError | None = None
     with _progress(sys.stderr.isatty()) as progress:
-        result = kb.reindex(embedder_name, progress=progress)
+        try:
+            if rows is None:
+                result = kb.reindex(embedder_name, progress)
+            else:
+                from citeline.eval.shadow import DEFAULT_MAX_DROP, Rollout, compared_reindex
+
+                rollout = Rollout(
+                    max_drop=DEFAULT_MAX_DROP if max_drop is None else max_drop,
+                    force=force,
+                    docs_root=docs_root,
+                    on_question=_asked,
+                )
+                result = compared_reindex(kb, embedder_name, rows, rollout, progress)
+        except SwapRefusedError as exc:
+            refused, result = exc, {"comparison": exc.comparison}
+    comparison = result.get("comparison")
+    if comparison is not None:
+        _show_comparison(comparison, reports)
+    if refused is not None:
+        raise refused
+    if comparison is not None:
+        err.print(comparison.decision.message(comparison.old_embedder, comparison.new_embedder, forced=force))
     out.print(
         f"reindexed {result['chunks']} chunks with {result['embedder']} ({result['embedded']} embedded)"
     )
+
+
+def _asked(side: str, done: int, total: int) -> None:
+    # whole lines: they print above the embedding progress bar
+    if done == 1:
+        err.print(f"Asking {total} questions with the {side} embedder on a scratch copy of the index...")
+
+
+def _show_comparison(comparison: Any, reports: Path | None) -> None:
+    """Both embedders' answers reports as `eval compare` prints them (A = in use, B = new)."""
+    from citeline.cli.eval_answers import print_comparison
+
+    title = f"A = {comparison.old_embedder} (in use)   B = {comparison.new_embedder} (new)"
+    print_comparison(comparison.old, comparison.new, title)
+    if reports is not None:
+        reports.mkdir(parents=True, exist_ok=True)
+        for name, report in (("old", comparison.old), ("new", comparison.new)):
+            (reports / f"{name}.json").write_text(json.dumps(report, indent=2), encoding="utf-8")
+        err.print(f"Reports: {reports / 'old.json'} and {reports / 'new.json'}")
 
 
 @main.command()
@@ -93,8 +177,8 @@ def migrate(source: str, target: str) -> None:
 
     Documents, originals, chunks, vectors, settings, API keys and traces; re-running resumes.
     """
-    from citeline.components import open_store
     from citeline.index.migrate import migrate as copy_index
+    from citeline.wiring import open_store
 
     with closing(open_store(source, create=False)) as src, closing(open_store(target)) as dst:
         with _progress(sys.stderr.isatty()) as progress:

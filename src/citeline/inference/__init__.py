@@ -1,0 +1,1 @@
+"""Running ONNX models on the CPU: sessions and the cache of their optimised graphs."""

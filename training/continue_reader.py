@@ -1,0 +1,202 @@
+"""Continue the packaged cross-encoder on answer-shaped pairs (issue 34, item 5) and measure it
+unit by unit on manuals it did not see.
+
+    .venv-train/bin/python -m training.continue_reader --data ~/.cache/citeline/train/answers \
+        --train aptitude,borg,docker --eval gnuplot,openssh,postfix --out ~/.cache/citeline/train/foldA
+
+The start is the packaged model itself (its int8 ONNX weights dequantised into ``training.model``),
+so what it learned from 13k LLM-question pairs stays; the new pairs come from
+``training/context_pairs.py``. Reader pairs are hard labels (the unit quotes the gold answer or not),
+checker pairs the packaged checker's own probabilities (it should not forget). Measured on the
+``--eval`` manuals, for the packaged model (``v1``) and the new one: P@1 (the best-scored unit of a
+context quotes the answer), AUROC of answering units against each kind of negative, and the
+question-level AUROC of the best score (answerable with the answer in context against unanswerable:
+what the refusal threshold reads).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import random
+import time
+from collections import defaultdict
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import onnx
+import torch
+from onnx import numpy_helper
+
+from training.common import auroc
+from training.model import CrossEncoder, base_model_dir
+from training.train import collate, score, tokenizer
+
+PREFIXES = {"reader": "question: ", "checker": "claim: "}
+PACKAGED = Path(__file__).resolve().parents[1] / "src" / "citeline" / "answer" / "data" / "cross-encoder"
+
+
+def from_packaged(folder: Path = PACKAGED) -> CrossEncoder:
+    """The packaged int8 model's weights, dequantised (scale * (q - zero point)), in ``CrossEncoder``."""
+    graph = onnx.load(str(folder / "model.onnx")).graph
+    init = {t.name: numpy_helper.to_array(t) for t in graph.initializer}
+
+    def dequant(name: str) -> np.ndarray:
+        q, scale, zp = init[f"{name}_quantized"], init[f"{name}_scale"], init[f"{name}_zero_point"]
+        return (q.astype(np.float32) - zp.astype(np.float32)) * scale.astype(np.float32)
+
+    state: dict[str, torch.Tensor] = {}
+    for name, array in init.items():
+        if array.dtype == np.float32 and not name.startswith("onnx::") and "_scale" not in name:
+            state[name] = torch.from_numpy(array.copy())
+    for emb in ("word", "position", "token_type"):
+        state[f"{emb}.weight"] = torch.from_numpy(dequant(f"{emb}.weight"))
+    for node in graph.node:
+        if node.op_type != "MatMulInteger":
+            continue
+        weight = node.input[1].removesuffix("_quantized")
+        matrix = dequant(weight)
+        if weight.startswith("head."):
+            state["head.weight"] = torch.from_numpy(matrix.T.copy())
+            continue
+        module = node.output[0].split("/")[1:3]  # ['layers.0', 'query']
+        state[f"{module[0]}.{module[1]}.weight"] = torch.from_numpy(matrix.T.copy())
+    config = json.loads((base_model_dir() / "config.json").read_text())
+    model = CrossEncoder(config)
+    missing, unexpected = model.load_state_dict(state, strict=False)
+    if missing or unexpected:
+        raise RuntimeError(f"dequantised weights do not match: missing {missing}, unexpected {unexpected}")
+    return model
+
+
+def load(data: Path, sets: list[str]) -> list[dict[str, Any]]:
+    rows = []
+    for name in sets:
+        for line in (data / f"{name}.jsonl").read_text(encoding="utf-8").splitlines():
+            rows.append(json.loads(line))
+    # the echo is read as the answering unit would be: under its heading context
+    prefix: dict[str, str] = {}
+    for r in rows:
+        if r["kind"] == "answer" and r["qid"] not in prefix and ": " in r["b"]:
+            prefix[r["qid"]] = r["b"].split(": ", 1)[0]
+    for r in rows:
+        if r["kind"] == "echo" and r["qid"] in prefix:
+            r["b"] = f"{prefix[r['qid']]}: {r['b']}"
+    return rows
+
+
+def encode(tok: Any, rows: list[dict[str, Any]]) -> list[tuple[list[int], list[int]]]:
+    return [
+        (e.ids, e.type_ids) for e in tok.encode_batch([(PREFIXES[r["task"]] + r["a"], r["b"]) for r in rows])
+    ]
+
+
+def measure(rows: list[dict[str, Any]], key: str) -> dict[str, float]:
+    """P@1, AUROC by negative kind and the question-level refusal AUROC for scores under ``key``."""
+    reader = [r for r in rows if r["task"] == "reader"]
+    out: dict[str, float] = {}
+    by_q: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    for r in reader:
+        if r["kind"] in ("answer", "context", "unanswerable"):
+            by_q[r["qid"]].append(r)
+    tops = [max(rs, key=lambda r: r[key]) for rs in by_q.values() if any(r["label"] for r in rs)]
+    out["p_at_1"] = round(sum(t["label"] for t in tops) / max(1, len(tops)), 4)
+    out["questions"] = len(tops)
+    pos = [r[key] for r in reader if r["label"] == 1]
+    for kind in ("context", "unanswerable", "echo", "swap"):
+        neg = [r[key] for r in reader if r["kind"] == kind]
+        if neg and pos:
+            out[f"auroc_{kind}"] = round(auroc(pos + neg, [1] * len(pos) + [0] * len(neg)), 4)
+    best_ans = [max(r[key] for r in rs) for rs in by_q.values() if any(r["label"] for r in rs)]
+    best_un = [
+        max(r[key] for r in rs) for rs in by_q.values() if all(r["kind"] == "unanswerable" for r in rs)
+    ]
+    if best_ans and best_un:
+        out["refusal_auroc"] = round(auroc(best_ans + best_un, [1] * len(best_ans) + [0] * len(best_un)), 4)
+    checker = [r for r in rows if r["task"] == "checker"]
+    if checker:
+        out["checker_mae_vs_v1"] = round(float(np.mean([abs(r[key] - r["v1"]) for r in checker])), 4)
+    return out
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--data", type=Path, required=True)
+    p.add_argument("--train", required=True)
+    p.add_argument("--eval", default="")
+    p.add_argument("--out", type=Path, required=True)
+    p.add_argument("--epochs", type=int, default=2)
+    p.add_argument("--batch", type=int, default=32)
+    p.add_argument("--lr", type=float, default=2e-5)
+    p.add_argument("--max-len", type=int, default=128)
+    p.add_argument("--seed", type=int, default=13)
+    p.add_argument("--threads", type=int, default=2)
+    args = p.parse_args()
+    torch.set_num_threads(args.threads)
+    torch.manual_seed(args.seed)
+    args.out.mkdir(parents=True, exist_ok=True)
+    tok = tokenizer(args.max_len)
+    model = from_packaged()
+    train = load(args.data, args.train.split(","))
+    held = load(args.data, args.eval.split(",")) if args.eval else []
+    enc = encode(tok, train)
+    # each (task, label) cell weighs the same: answering units are one in ten of the reader's pairs
+    cells: dict[tuple[str, int], int] = defaultdict(int)
+    for r in train:
+        cells[(r["task"], round(r["label"]))] += 1
+    weights = torch.tensor([len(train) / len(cells) / cells[(r["task"], round(r["label"]))] for r in train])
+    rng = random.Random(args.seed)
+    plan: list[list[int]] = []
+    for _ in range(args.epochs):
+        order = list(range(len(train)))
+        rng.shuffle(order)
+        plan += [order[i : i + args.batch] for i in range(0, len(order), args.batch)]
+    opt = torch.optim.AdamW(model.parameters(), lr=args.lr, weight_decay=0.01)
+    warm = max(1, len(plan) // 10)
+    sched = torch.optim.lr_scheduler.LambdaLR(
+        opt, lambda s: min(1.0, (s + 1) / warm) * max(0.0, (len(plan) - s) / max(1, len(plan) - warm))
+    )
+    loss_fn = torch.nn.BCEWithLogitsLoss(reduction="none")
+    model.train()
+    started = time.perf_counter()
+    for step, idx in enumerate(plan, 1):
+        labels = torch.tensor([float(train[i]["label"]) for i in idx])
+        logits = model(**collate(enc, idx)).squeeze(-1)
+        w = weights[idx]
+        loss = (loss_fn(logits, labels) * w).sum() / w.sum()
+        opt.zero_grad()
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+        opt.step()
+        sched.step()
+        if step % 25 == 0 or step == len(plan):
+            rate = step * args.batch / (time.perf_counter() - started)
+            print(
+                json.dumps(
+                    {
+                        "step": step,
+                        "of": len(plan),
+                        "loss": round(loss.item(), 4),
+                        "pairs_per_s": round(rate, 1),
+                    }
+                ),
+                flush=True,
+            )
+    torch.save(model.state_dict(), args.out / "model.pt")
+    report: dict[str, Any] = {"train": args.train, "eval": args.eval, "pairs": len(train), "steps": len(plan)}
+    if held:
+        logits = score(model, encode(tok, held))
+        for r, v in zip(held, logits, strict=True):
+            r["v2"] = 1.0 / (1.0 + math.exp(-v))
+        for name in sorted({r["set"] for r in held}):
+            part = [r for r in held if r["set"] == name]
+            report[name] = {"v1": measure(part, "v1"), "v2": measure(part, "v2")}
+        report["pooled"] = {"v1": measure(held, "v1"), "v2": measure(held, "v2")}
+    (args.out / "report.json").write_text(json.dumps(report, indent=2) + "\n")
+    print(json.dumps(report, indent=2))
+
+
+if __name__ == "__main__":
+    main()
