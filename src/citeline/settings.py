@@ -91,8 +91,9 @@ class Settings:
     rerank_depth: int = _opt(30, "candidates the reranker reorders", min=1)
     rescore_pending: int = _opt(
         30,
-        "progressive indexing: the best pending chunks by fast vector that the index's embedder "
-        "scores at query time (0 = rank fusion of the fast list instead; retrieval/progressive.py)",
+        "progressive indexing: the fused top candidates (BM25 and the pending chunks' fast list) "
+        "missing from the dense list, scored with the index's embedder at query time (0 = rank "
+        "fusion of the fast list instead; retrieval/progressive.py)",
         min=0,
     )
     query_expansion: str = _opt("none", "LLM query expansion", choices=EXPANSION_MODES)
