@@ -285,6 +285,16 @@ def markdown(r: dict[str, Any]) -> str:
     ]
     rows = [
         ("before the pass, rescore_pending = 30 (default)", before["rescore_30"]),
+        *(
+            [
+                (
+                    "before, the first variant: only the pending list's top 30 rescored",
+                    before["rescore_30_pending_list_only"],
+                )
+            ]
+            if "rescore_30_pending_list_only" in before
+            else []
+        ),
         ("before the pass, rescore_pending = 0 (rank fusion)", before["rank_fusion"]),
         ("after the pass", r["after"]),
     ]
@@ -305,6 +315,13 @@ def markdown(r: dict[str, Any]) -> str:
         "Full vectors after each kill: " + ", ".join(str(k["full_after"]) for k in r["pass"]["kills"]),
         "",
     ]
+    lines += [
+        f"The last run of the pass: {last['embedded']:,} texts in {last['wall_s']} s "
+        f"({last['embedded'] / max(last['wall_s'], 1e-9):.1f} texts/s on this machine).",
+        "",
+    ]
+    if "notes" in r:
+        lines += [f"Note: {r['notes']}.", ""]
     return "\n".join(lines)
 
 
