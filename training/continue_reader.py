@@ -19,6 +19,7 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import random
 import time
 from collections import defaultdict
 from pathlib import Path
@@ -89,6 +90,30 @@ def load(data: Path, sets: list[str]) -> list[dict[str, Any]]:
     return rows
 
 
+def thinned(
+    rows: list[dict[str, Any]], context: int, unanswerable: int, checker: float, seed: int
+) -> list[dict[str, Any]]:
+    """Fewer pairs at the same difficulty (CPU time): per question every answering unit, made negative
+    and, of the context's other units, the ``context`` the packaged model scores highest (the
+    hardest: on topic, no answer); of an unanswerable question's units its ``unanswerable`` highest;
+    a ``checker`` share of the checker pairs."""
+    rng = random.Random(seed)
+    by_q: dict[tuple[str, str], list[dict[str, Any]]] = defaultdict(list)
+    out = []
+    for r in rows:
+        if r["task"] == "checker":
+            if rng.random() < checker:
+                out.append(r)
+        elif r["kind"] in ("context", "unanswerable"):
+            by_q[(r["qid"], r["kind"])].append(r)
+        else:
+            out.append(r)
+    for (_, kind), group in by_q.items():
+        keep = context if kind == "context" else unanswerable
+        out += sorted(group, key=lambda r: -r["v1"])[:keep]
+    return out
+
+
 def encode(tok: Any, rows: list[dict[str, Any]]) -> list[tuple[list[int], list[int]]]:
     return [
         (e.ids, e.type_ids) for e in tok.encode_batch([(PREFIXES[r["task"]] + r["a"], r["b"]) for r in rows])
@@ -131,6 +156,9 @@ def main() -> None:
     p.add_argument("--eval", default="")
     p.add_argument("--out", type=Path, required=True)
     p.add_argument("--epochs", type=int, default=2)
+    p.add_argument("--context", type=int, default=5, help="hardest other units kept per question")
+    p.add_argument("--unanswerable", type=int, default=3, help="hardest units kept per unanswerable question")
+    p.add_argument("--checker-share", type=float, default=0.35)
     p.add_argument("--batch", type=int, default=32)
     p.add_argument("--lr", type=float, default=2e-5)
     p.add_argument("--max-len", type=int, default=128)
@@ -145,6 +173,7 @@ def main() -> None:
     if args.init is not None:
         model.load_state_dict(torch.load(args.init, weights_only=True))
     train = load(args.data, args.train.split(",")) if args.train else []
+    train = thinned(train, args.context, args.unanswerable, args.checker_share, args.seed)
     held = load(args.data, args.eval.split(",")) if args.eval else []
     enc = encode(tok, train)
     # each (task, label) cell weighs the same: answering units are one in ten of the reader's pairs
