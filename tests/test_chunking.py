@@ -12,8 +12,8 @@ from hypothesis import strategies as st
 from citeline.chunking import Chunker, ChunkingOptions, context_prefix
 from citeline.embedding import make_embedder
 from citeline.embedding.base import Embedder
-from citeline.ingest.markdown import MarkdownParser
-from citeline.ingest.text import TextParser
+from citeline.ingest.formats.markdown import MarkdownParser
+from citeline.ingest.formats.text import TextParser
 
 
 @pytest.fixture(scope="module")

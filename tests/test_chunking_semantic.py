@@ -16,8 +16,8 @@ from citeline.chunking import GAP_SIMILARITIES, Chunker, ChunkingOptions, has_st
 from citeline.embedding import make_embedder
 from citeline.embedding.base import Embedder
 from citeline.errors import ConfigError
-from citeline.ingest.markdown import MarkdownParser
-from citeline.ingest.text import TextParser
+from citeline.ingest.formats.markdown import MarkdownParser
+from citeline.ingest.formats.text import TextParser
 from citeline.settings import load_settings
 from citeline.topic_cuts import lexical_gap_similarities, semantic_cuts, vector_gap_similarities
 

@@ -208,12 +208,17 @@ def _builtins(r: Registry) -> None:
     )
     # parsers
     r.register(
-        "parser", "markdown", "citeline.ingest.markdown:MarkdownParser", extensions=(".md", ".markdown")
+        "parser",
+        "markdown",
+        "citeline.ingest.formats.markdown:MarkdownParser",
+        extensions=(".md", ".markdown"),
     )
-    r.register("parser", "text", "citeline.ingest.text:TextParser", extensions=(".txt", ".text", ".rst"))
-    r.register("parser", "html", "citeline.ingest.html:HtmlParser", extensions=(".html", ".htm"))
-    r.register("parser", "pdf", "citeline.ingest.pdf:PdfParser", extensions=(".pdf",))
-    r.register("parser", "docx", "citeline.ingest.docx:DocxParser", extensions=(".docx",))
+    r.register(
+        "parser", "text", "citeline.ingest.formats.text:TextParser", extensions=(".txt", ".text", ".rst")
+    )
+    r.register("parser", "html", "citeline.ingest.formats.html:HtmlParser", extensions=(".html", ".htm"))
+    r.register("parser", "pdf", "citeline.ingest.formats.pdf:PdfParser", extensions=(".pdf",))
+    r.register("parser", "docx", "citeline.ingest.formats.docx:DocxParser", extensions=(".docx",))
     # rerankers
     r.register(
         "reranker",

@@ -10,7 +10,7 @@ import pytest
 
 import citeline
 from citeline.errors import CitelineError
-from citeline.eval.shadow import decide
+from citeline.eval.shadow import compared_reindex, decide
 
 
 def report(**metrics: float | None) -> dict[str, Any]:
@@ -107,7 +107,7 @@ def test_an_empty_question_set_is_refused_before_anything_is_embedded(tmp_path: 
     kb = citeline.open(tmp_path / "idx")
     kb.add([docs_dir])
     with pytest.raises(CitelineError, match="holds no question"):
-        kb.reindex("hashing", compare=[])
+        compared_reindex(kb, "hashing", [])
     info = kb.store.embedder_info()
     assert info is not None and info.name == "minilm-int8"
     assert kb.store.cached_vectors([h for h, _ in kb.store.all_text_hashes()], embedder="hashing") == {}

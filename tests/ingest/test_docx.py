@@ -9,7 +9,7 @@ import pytest
 from docx.enum.style import WD_STYLE_TYPE
 
 from citeline.errors import ParseError
-from citeline.ingest.docx import DocxParser
+from citeline.ingest.formats.docx import DocxParser
 from citeline.ingest.registry import parser_for
 from citeline.types import ParsedDocument
 

@@ -8,7 +8,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from citeline.errors import ParseError
-from citeline.ingest.html import HtmlParser
+from citeline.ingest.formats.html import HtmlParser
 from citeline.ingest.registry import parser_for
 from citeline.types import ParsedDocument
 

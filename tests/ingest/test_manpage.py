@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from citeline.ingest.html import HtmlParser
-from citeline.ingest.manpage import is_man_page, man_page_blocks
+from citeline.ingest.formats.html import HtmlParser
+from citeline.ingest.formats.manpage import is_man_page, man_page_blocks
 
 PAGE = """POSTQUEUE(1)                                                      POSTQUEUE(1)
 

@@ -10,7 +10,7 @@ import pytest
 import citeline
 from citeline.chunking import Chunker, ChunkingOptions
 from citeline.embedding import make_embedder
-from citeline.ingest.markdown import MarkdownParser
+from citeline.ingest.formats.markdown import MarkdownParser
 from citeline.types import ParsedDocument
 from conftest import ADMIN
 

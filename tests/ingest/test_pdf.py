@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from citeline.errors import ParseError
-from citeline.ingest.pdf import PdfParser
+from citeline.ingest.formats.pdf import PdfParser
 from citeline.ingest.registry import parser_for
 from citeline.types import ParsedDocument
 

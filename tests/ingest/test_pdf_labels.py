@@ -12,8 +12,8 @@ from pathlib import Path
 import pypdfium2 as pdfium
 import pytest
 
-from citeline.ingest.pdf import PdfParser
-from citeline.ingest.pdf_layout import compose
+from citeline.ingest.formats.pdf import PdfParser
+from citeline.ingest.formats.pdf_layout import compose
 from citeline.page_labels import encode, page_label
 
 from .pdfgen import Bookmark, Line, Page, PageLabel, build_pdf

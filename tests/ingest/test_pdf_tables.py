@@ -17,7 +17,7 @@ from reportlab.platypus import Paragraph, Spacer, Table, TableStyle
 from citeline.chunking import Chunker, ChunkingOptions
 from citeline.embedding import make_embedder
 from citeline.embedding.base import Embedder
-from citeline.ingest.pdf import PdfParser
+from citeline.ingest.formats.pdf import PdfParser
 from citeline.types import ParsedDocument
 
 from .pdfgen import Line, Page, build_pdf, build_story, flow, table

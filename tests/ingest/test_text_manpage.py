@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from citeline.ingest.text import TextParser
+from citeline.ingest.formats.text import TextParser
 
 PAGE = """FROBD_CONFIG(5)              File Formats Manual              FROBD_CONFIG(5)
 

@@ -40,11 +40,11 @@ from citeline.chunking import Chunker, ChunkingOptions
 from citeline.embedding.hashing import HashingEmbedder
 from citeline.errors import ConfigError, ParseError
 from citeline.filters import Principal
-from citeline.ingest.docx import DocxParser
-from citeline.ingest.html import HtmlParser
-from citeline.ingest.markdown import MarkdownParser
-from citeline.ingest.pdf import PdfParser
-from citeline.ingest.text import TextParser
+from citeline.ingest.formats.docx import DocxParser
+from citeline.ingest.formats.html import HtmlParser
+from citeline.ingest.formats.markdown import MarkdownParser
+from citeline.ingest.formats.pdf import PdfParser
+from citeline.ingest.formats.text import TextParser
 from citeline.kb import KnowledgeBase
 from citeline.settings import SETTINGS_FILE, load_settings, setting_fields
 from citeline.types import REFUSAL, Draft, DraftSentence, ParsedDocument, Passage
@@ -472,7 +472,7 @@ def test_docx_entity_expansion_is_not_expanded() -> None:
 
 
 def test_pdf_flate_bomb_is_refused_before_pdfium_inflates_it(monkeypatch: pytest.MonkeyPatch) -> None:
-    import citeline.ingest.pdf_streams as streams
+    import citeline.ingest.formats.pdf_streams as streams
 
     inflated: list[int] = []
     count = streams.inflate_count
@@ -500,7 +500,7 @@ def test_pdf_flate_bomb_is_refused_before_pdfium_inflates_it(monkeypatch: pytest
 
 
 def test_pdf_streams_over_the_absolute_limit(monkeypatch: pytest.MonkeyPatch) -> None:
-    import citeline.ingest.pdf_streams as streams
+    import citeline.ingest.formats.pdf_streams as streams
 
     monkeypatch.setattr(streams, "MAX_STREAM", 1 << 20)  # incompressible data at a plain ratio
     noise = random.Random(3).randbytes(2 << 20)

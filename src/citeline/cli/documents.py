@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from citeline.cli.main import _filter, _kb, _n, _print_json, filter_options, main, out
+from citeline.cli.app import _filter, _kb, _n, _print_json, filter_options, main, out
 from citeline.cli.output import json_option
 from citeline.types import DEFAULT_COLLECTION, Document
 

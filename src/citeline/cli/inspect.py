@@ -13,7 +13,7 @@ import click
 from rich.markup import escape
 
 from citeline import terminal
-from citeline.cli.main import LOCAL, _kb, _n, _print_json, _progress, _t, err, main, out
+from citeline.cli.app import LOCAL, _kb, _n, _print_json, _progress, _t, err, main, out
 from citeline.cli.output import json_option
 from citeline.errors import CitelineError, SwapRefusedError
 

@@ -1,7 +1,7 @@
 """PDF pages for the web page: a page rendered to PNG, and the boxes of a cited span on it.
 
 Both read the original bytes kept in the store. Boxes come from the word positions of a fresh
-parse (ingest/pdf_positions.py), cached per content hash; they are fractions of the page's
+parse (ingest/formats/pdf_positions.py), cached per content hash; they are fractions of the page's
 width and height measured from its top-left corner, so the browser scales them with the image.
 """
 
@@ -16,8 +16,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from citeline.errors import CitelineError
-from citeline.ingest.pdf import PdfParser
-from citeline.ingest.pdf_positions import PDFIUM_LOCK, WordPosition
+from citeline.ingest.formats.pdf import PdfParser
+from citeline.ingest.formats.pdf_positions import PDFIUM_LOCK, WordPosition
 from citeline.jsonable import Jsonable, json_spec
 from citeline.types import ParsedDocument
 

@@ -22,12 +22,12 @@ import pypdfium2.raw as pdfium_c
 
 from citeline import page_labels
 from citeline.errors import NoTextError, ParseError
-from citeline.ingest import pdf_tables
 from citeline.ingest.base import BaseParser
-from citeline.ingest.pdf_layout import Line, PageLines, compose, norm, reading_order, strip_running
-from citeline.ingest.pdf_positions import PDFIUM_LOCK, WordPosition, word_positions
-from citeline.ingest.pdf_streams import check_streams
-from citeline.ingest.pdf_tables import CELL_GAP
+from citeline.ingest.formats import pdf_tables
+from citeline.ingest.formats.pdf_layout import Line, PageLines, compose, norm, reading_order, strip_running
+from citeline.ingest.formats.pdf_positions import PDFIUM_LOCK, WordPosition, word_positions
+from citeline.ingest.formats.pdf_streams import check_streams
+from citeline.ingest.formats.pdf_tables import CELL_GAP
 from citeline.types import Block, BlockKind, ParsedDocument
 
 # Words: runs of visible characters. PDFium writes U+FFFE (GetUnicode: 0x02) where it
@@ -55,7 +55,7 @@ def _heading_key(s: str) -> str:
 class PdfParser(BaseParser):
     format = "pdf"
     extensions: tuple[str, ...] = (".pdf",)
-    #: when a list, parse() appends one WordPosition per word of the text (ingest/pdf_positions.py)
+    #: when a list, parse() appends one WordPosition per word of the text (ingest/formats/pdf_positions.py)
     positions: list[WordPosition] | None = None
 
     def parse(self, data: bytes, path: Path) -> ParsedDocument:

@@ -21,7 +21,7 @@ from typing import cast
 
 from markdown_it.token import Token
 
-from citeline.ingest.html import fragment_blocks
+from citeline.ingest.formats.html import fragment_blocks
 from citeline.types import BlockKind
 
 # A comment runs to its "-->", or (unterminated) to the end of its HTML block.

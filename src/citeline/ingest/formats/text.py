@@ -1,6 +1,6 @@
 """Plain text: paragraphs separated by blank lines; no headings. A manual page rendered to text
 (`man -l page.5 > page.5.txt`) is read as one: its sections and option entries become headings
-(ingest/manpage.py), so "The default is 10." is filed under "Description > MaxSessions"."""
+(ingest/formats/manpage.py), so "The default is 10." is filed under "Description > MaxSessions"."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from citeline.errors import NoTextError
 from citeline.ingest.base import BaseParser
 from citeline.ingest.blocks import assemble_blocks
 from citeline.ingest.decode import decode_text
-from citeline.ingest.manpage import man_page_blocks
+from citeline.ingest.formats.manpage import man_page_blocks
 from citeline.types import Block, ParsedDocument
 
 _PARAGRAPH = re.compile(r"\S(?:.*?\S)?(?=\n[ \t]*\n|\s*\Z)", re.DOTALL)

@@ -22,7 +22,7 @@ from citeline.errors import NoTextError
 from citeline.ingest.base import BaseParser
 from citeline.ingest.blocks import TERM_LEVEL, RawKind, assemble_blocks
 from citeline.ingest.decode import decode_bytes
-from citeline.ingest.manpage import man_page_blocks
+from citeline.ingest.formats.manpage import man_page_blocks
 from citeline.types import BlockKind, ParsedDocument
 
 _SKIP_TAGS = frozenset(

@@ -1,7 +1,7 @@
 """Markdown via markdown-it-py: headings build the trail; code fences and tables stay whole.
 
 The stored text is the Markdown source itself, so every span quotes what the user wrote, except
-for raw HTML a reader never sees as written (citeline.ingest.markdown_html): HTML comments are
+for raw HTML a reader never sees as written (citeline.ingest.formats.markdown_html): HTML comments are
 left out, and an HTML table is stored as a pipe table.
 """
 
@@ -18,7 +18,7 @@ from mdit_py_plugins.front_matter import front_matter_plugin
 from citeline.errors import NoTextError
 from citeline.ingest.base import BaseParser
 from citeline.ingest.decode import decode_text
-from citeline.ingest.markdown_html import html_edits, strip_comments
+from citeline.ingest.formats.markdown_html import html_edits, strip_comments
 from citeline.types import Block, BlockKind, ParsedDocument
 
 _KINDS: dict[str, BlockKind] = {

@@ -11,8 +11,8 @@ import unicodedata
 from collections import defaultdict
 from dataclasses import dataclass, field
 
-from citeline.ingest import pdf_tables
-from citeline.ingest.pdf_tables import Cell
+from citeline.ingest.formats import pdf_tables
+from citeline.ingest.formats.pdf_tables import Cell
 
 PAGE_NUMBER = re.compile(r"^(page\s+)?(\d{1,5}|[ivxlcdm]{1,6})(\s*(of|/)\s*\d{1,5})?$", re.IGNORECASE)
 

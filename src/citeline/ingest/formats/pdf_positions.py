@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from citeline.ingest.pdf_layout import Line
+    from citeline.ingest.formats.pdf_layout import Line
 
 #: PDFium is not thread-safe: every use in a process that runs threads (the server) holds this
 PDFIUM_LOCK = threading.RLock()
