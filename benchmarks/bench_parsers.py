@@ -20,9 +20,9 @@ import time
 from pathlib import Path
 
 from citeline.errors import ParseError
-from citeline.ingest.docx import DocxParser
-from citeline.ingest.html import HtmlParser
-from citeline.ingest.pdf import PdfParser
+from citeline.ingest.formats.docx import DocxParser
+from citeline.ingest.formats.html import HtmlParser
+from citeline.ingest.formats.pdf import PdfParser
 
 PARSERS = {".pdf": PdfParser(), ".html": HtmlParser(), ".htm": HtmlParser(), ".docx": DocxParser()}
 WORDS = (

@@ -12,11 +12,11 @@ with atheris.instrument_imports(include=["citeline"]):
     from citeline.chunking import Chunker, ChunkingOptions
     from citeline.embedding.hashing import HashingEmbedder
     from citeline.errors import CitelineError
-    from citeline.ingest.docx import DocxParser
-    from citeline.ingest.html import HtmlParser
-    from citeline.ingest.markdown import MarkdownParser
-    from citeline.ingest.pdf import PdfParser
-    from citeline.ingest.text import TextParser
+    from citeline.ingest.formats.docx import DocxParser
+    from citeline.ingest.formats.html import HtmlParser
+    from citeline.ingest.formats.markdown import MarkdownParser
+    from citeline.ingest.formats.pdf import PdfParser
+    from citeline.ingest.formats.text import TextParser
 
 PARSERS = [
     (MarkdownParser(), "f.md"),

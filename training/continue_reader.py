@@ -38,6 +38,7 @@ PREFIXES = {"reader": "question: ", "checker": "claim: "}
 #: the made negatives are one per question, the context's units twenty: each echo and swap counts
 #: more, as they are the mistakes the packaged model makes most (an echo scores 0.99 there)
 KIND_WEIGHTS = {"echo": 4.0, "swap": 3.0}
+#: (--kind-weights) e.g. "echo=1,swap=3": variant B, after echo at 4 made the model anti-topical
 PACKAGED = Path(__file__).resolve().parents[1] / "src" / "citeline" / "answer" / "data" / "cross-encoder"
 
 
@@ -159,6 +160,7 @@ def main() -> None:
     p.add_argument("--context", type=int, default=5, help="hardest other units kept per question")
     p.add_argument("--unanswerable", type=int, default=3, help="hardest units kept per unanswerable question")
     p.add_argument("--checker-share", type=float, default=0.35)
+    p.add_argument("--kind-weights", default="", help="e.g. echo=1,swap=3 (default: KIND_WEIGHTS)")
     p.add_argument("--batch", type=int, default=32)
     p.add_argument("--lr", type=float, default=2e-5)
     p.add_argument("--max-len", type=int, default=128)
@@ -180,9 +182,13 @@ def main() -> None:
     cells: dict[tuple[str, int], int] = defaultdict(int)
     for r in train:
         cells[(r["task"], round(r["label"]))] += 1
+    kinds = {
+        **KIND_WEIGHTS,
+        **{k: float(v) for k, v in (p.split("=") for p in args.kind_weights.split(",") if p)},
+    }
     weights = torch.tensor(  # (empty with --epochs 0)
         [
-            len(train) / len(cells) / cells[(r["task"], round(r["label"]))] * KIND_WEIGHTS.get(r["kind"], 1.0)
+            len(train) / len(cells) / cells[(r["task"], round(r["label"]))] * kinds.get(r["kind"], 1.0)
             for r in train
         ]
     )
