@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 
 import pytest
 
-from citeline.jsonable import Jsonable, json_spec, omit_false, omit_none
+from citeline.jsonable import Jsonable, json_derived, json_spec, omit_always, omit_false, omit_none
 
 
 @dataclass(frozen=True)
@@ -76,3 +76,40 @@ def test_json_from_an_earlier_version_reads_with_defaults_and_ignores_unknown_ke
     assert old == Outer("c", Inner(1))
     with pytest.raises(TypeError):
         Outer.from_json({"inner": {"n": 1}})  # a required field that may not be unknown
+
+
+@dataclass(frozen=True)
+class Derived(Jsonable):
+    spans: tuple[tuple[int, int], ...]
+    note: str = ""
+    working: list[int] = field(default_factory=list, metadata=json_spec(omit=omit_always))
+
+    @property
+    @json_derived(after=None)
+    def count(self) -> int:
+        return len(self.spans)
+
+    @property
+    @json_derived(after="spans")
+    def found(self) -> bool:
+        return bool(self.spans)
+
+    @property
+    def not_written(self) -> bool:
+        return True
+
+
+@pytest.mark.parametrize(
+    ("value", "expected"),
+    [
+        (Derived(((1, 2),), "n", [7]), {"count": 1, "spans": [[1, 2]], "found": True, "note": "n"}),
+        (Derived(()), {"count": 0, "spans": [], "found": False, "note": ""}),
+    ],
+)
+def test_derived_properties_are_keys_in_place_and_not_read_back(
+    value: Derived, expected: dict[str, object]
+) -> None:
+    got = value.to_json()
+    assert got == expected and list(got) == list(expected)
+    # derived keys are ignored on reading; a field never written comes back as its default
+    assert Derived.from_json(got) == Derived(value.spans, value.note)

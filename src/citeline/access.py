@@ -171,6 +171,7 @@ class ApiKeys:
         return authenticate(self.store, key)
 
 
+# Hand-written: a listing's view of the stored record (no hash; expiry read from meta, as of now).
 def key_json(record: ApiKey) -> dict[str, object]:
     """A key as listings show it: never the key or its hash."""
     return {

@@ -7,7 +7,8 @@ said once, on the field, with ``field(metadata=json_spec(...))``: another key, t
 is left out, or a value mapping of its own (``encode``/``decode``). Reading back takes the field
 types: a list becomes the tuple the field holds, an object the dataclass; keys a reader does not
 know are ignored and missing ones take the field's default, or None where the field may be
-None (JSON written by earlier versions).
+None (JSON written by earlier versions). A property marked ``@json_derived(after=FIELD)`` is one
+more key, written after that field's (first with ``after=None``) and never read back.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from dataclasses import MISSING, dataclass, fields, is_dataclass
 from typing import Any, TypeVar
 
 _T = TypeVar("_T", bound="Jsonable")
+_F = TypeVar("_F", bound=Callable[..., Any])
 
 
 @dataclass(frozen=True)
@@ -38,6 +40,7 @@ class JsonSpec:
 
 
 _PLAIN = JsonSpec()
+_AFTER = "__json_after__"  # the attribute ``json_derived`` sets on a property's getter
 
 
 def omit_none(value: object) -> bool:
@@ -46,6 +49,27 @@ def omit_none(value: object) -> bool:
 
 def omit_false(value: object) -> bool:
     return not value
+
+
+def omit_always(value: object) -> bool:
+    """A field the JSON never holds (working state, or what a reader must not see)."""
+    return True
+
+
+def json_derived(after: str | None) -> Callable[[_F], _F]:
+    """Marks a property's getter: its value is a key of the JSON, right after the field ``after``
+    (None: before every field); ``from_json`` ignores it (the value is derived, not read)::
+
+        @property
+        @json_derived(after="spans")
+        def resolved(self) -> bool: ...
+    """
+
+    def mark(getter: _F) -> _F:
+        setattr(getter, _AFTER, after)
+        return getter
+
+    return mark
 
 
 def json_spec(
@@ -80,13 +104,14 @@ class Jsonable:
     """Mixin of a dataclass whose JSON is its fields (see the module's docstring)."""
 
     def to_json(self) -> dict[str, Any]:
-        out: dict[str, Any] = {}
+        derived = _derived(typing.cast(type, type(self)))
+        out: dict[str, Any] = {name: encode(getattr(self, name)) for name in derived.get(None, ())}
         for f in fields(typing.cast(Any, self)):
             spec: JsonSpec = f.metadata.get("json", _PLAIN)
             value = getattr(self, f.name)
-            if spec.omit is not None and spec.omit(value):
-                continue
-            out[spec.key or f.name] = spec.encode(value) if spec.encode else encode(value, spec.digits)
+            if spec.omit is None or not spec.omit(value):
+                out[spec.key or f.name] = spec.encode(value) if spec.encode else encode(value, spec.digits)
+            out.update((name, encode(getattr(self, name))) for name in derived.get(f.name, ()))
         return out
 
     @classmethod
@@ -109,6 +134,19 @@ class Jsonable:
 
 def _optional(kind: Any) -> bool:
     return typing.get_origin(kind) in (typing.Union, types.UnionType) and type(None) in typing.get_args(kind)
+
+
+@functools.cache
+def _derived(cls: type) -> dict[str | None, tuple[str, ...]]:
+    """The class's ``json_derived`` properties by the field they follow, in definition order."""
+    after: dict[str | None, tuple[str, ...]] = {}
+    for klass in reversed(cls.__mro__):
+        for name, member in vars(klass).items():
+            getter = member.fget if isinstance(member, property) else None
+            if getter is not None and hasattr(getter, _AFTER):
+                field_name = getattr(getter, _AFTER)
+                after[field_name] = (*after.get(field_name, ()), name)
+    return after
 
 
 @functools.cache

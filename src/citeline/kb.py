@@ -23,6 +23,7 @@ from citeline.errors import (
 )
 from citeline.filters import Filter, Principal
 from citeline.index.base import EmbedderInfo, Problem, Store
+from citeline.jsonable import Jsonable, json_derived
 from citeline.page_labels import METADATA_KEY as PAGE_LABELS
 from citeline.page_labels import page_label
 from citeline.query.analysis import analyze
@@ -56,22 +57,16 @@ def access_filter(principal: Principal | Filter | None, flt: Filter | None) -> F
 
 
 @dataclass(frozen=True)
-class CheckReport:
+class CheckReport(Jsonable):
     """What ``KnowledgeBase.check`` found and, after a repair, what is still wrong."""
 
     problems: list[Problem]
     remaining: list[Problem] | None = None  # None: no repair was asked for
 
     @property
+    @json_derived(after=None)
     def ok(self) -> bool:
         return not (self.problems if self.remaining is None else self.remaining)
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "ok": self.ok,
-            "problems": [p.to_json() for p in self.problems],
-            "remaining": None if self.remaining is None else [p.to_json() for p in self.remaining],
-        }
 
 
 class KnowledgeBase:

@@ -148,6 +148,7 @@ class Hit:
     score: float
     stages: dict[str, StageScore] = field(default_factory=dict)
 
+    # Hand-written: a search result flattens its chunk's fields into its own object.
     def to_json(self) -> dict[str, Any]:
         """A search result as ``citeline search --json`` and ``POST /v1/search`` show it."""
         c = self.chunk

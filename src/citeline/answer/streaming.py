@@ -40,6 +40,7 @@ class SentenceEvent:
     reason: str = ""
     quotes: tuple[SentenceQuote, ...] = ()
 
+    # Hand-written: the two kinds are two shapes (SSE clients read them), not one with omissions.
     def to_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {"index": self.index, "text": self.text}
         if self.kind == "sentence":
@@ -76,6 +77,7 @@ class ProgressEvent:
             return f"Checking sentence {d.get('sentence')} of {d.get('of')}…"
         return self.stage
 
+    # Hand-written: ``data``'s keys are spread into the event itself, as SSE clients read them.
     def to_json(self) -> dict[str, Any]:
         return {"stage": self.stage, **self.data, "message": self.message}
 

@@ -40,6 +40,7 @@ from citeline.errors import CitelineError
 from citeline.eval.beir import BeirDataset, BeirDoc, DatasetNotFoundError, load_beir
 from citeline.eval.metrics import DEFAULT_METRICS, evaluate, percentile
 from citeline.filters import Filter
+from citeline.jsonable import Jsonable, json_spec, omit_always
 from citeline.kb import KnowledgeBase, open_kb
 from citeline.rerank.base import Reranker
 from citeline.retrieval.fusion import convex_combination, reciprocal_rank_fusion
@@ -290,7 +291,7 @@ class StageResult:
 
 
 @dataclass
-class RetrievalReport:
+class RetrievalReport(Jsonable):
     dataset: str
     split: str
     queries: int
@@ -302,28 +303,12 @@ class RetrievalReport:
     reranker: str
     rerank_depth: int
     depth: int
-    stages: dict[str, StageResult]
     index: dict[str, Any] = field(default_factory=dict)
-    runs: dict[str, dict[str, list[str]]] = field(default_factory=dict, repr=False)
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "dataset": self.dataset,
-            "split": self.split,
-            "queries": self.queries,
-            "documents": self.documents,
-            "chunks": self.chunks,
-            "embedder": self.embedder,
-            "fusion": self.fusion,
-            "alpha": self.alpha,
-            "reranker": self.reranker,
-            "rerank_depth": self.rerank_depth,
-            "depth": self.depth,
-            "index": self.index,
-            "stages": {
-                name: {"metrics": s.metrics, "latency_ms": s.latency_ms} for name, s in self.stages.items()
-            },
-        }
+    stages: dict[str, StageResult] = field(kw_only=True)
+    #: the documents each stage ranked per query (``keep_runs``): kept on the object, not in the JSON
+    runs: dict[str, dict[str, list[str]]] = field(
+        default_factory=dict, repr=False, metadata=json_spec(omit=omit_always)
+    )
 
 
 def rerank_hits(reranker: Reranker | None, query: str, hits: Sequence[Hit], depth: int) -> list[Hit]:

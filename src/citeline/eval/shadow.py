@@ -15,12 +15,13 @@ import shutil
 import tempfile
 from collections.abc import Callable, Mapping, Sequence
 from contextlib import closing
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
 from citeline.errors import CitelineError, SwapRefusedError
 from citeline.eval.answers.baseline import higher_is_better, regressions
+from citeline.jsonable import Jsonable, json_derived, json_spec, omit_always
 
 if TYPE_CHECKING:
     from citeline.embedding.base import Embedder
@@ -48,12 +49,13 @@ class Drop:
 
 
 @dataclass(frozen=True)
-class SwapDecision:
+class SwapDecision(Jsonable):
     max_drop: float
     compared: int  # metrics with a value on both sides
     drops: tuple[Drop, ...]  # worst first; empty when the swap may go ahead
 
     @property
+    @json_derived(after=None)
     def accepted(self) -> bool:
         return not self.drops
 
@@ -81,14 +83,6 @@ class SwapDecision:
             "swaps without embedding again)."
         )
 
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "accepted": self.accepted,
-            "max_drop": self.max_drop,
-            "compared": self.compared,
-            "drops": [asdict(d) for d in self.drops],
-        }
-
 
 def decide(old: Mapping[str, Any], new: Mapping[str, Any], max_drop: float) -> SwapDecision:
     """Accept the new embedder's report unless a tracked metric is worse than the old one's by
@@ -114,21 +108,15 @@ def _comparable(old: Mapping[str, Any], new: Mapping[str, Any]) -> int:
 
 
 @dataclass(frozen=True)
-class ShadowComparison:
-    """Both answers reports (``citeline-answers/1``, as ``eval answers`` writes them) and the verdict."""
+class ShadowComparison(Jsonable):
+    """Both answers reports (``citeline-answers/1``, as ``eval answers`` writes them) and the verdict;
+    its JSON holds the embedders' names and the verdict."""
 
     old_embedder: str
     new_embedder: str
-    old: dict[str, Any]
-    new: dict[str, Any]
+    old: dict[str, Any] = field(metadata=json_spec(omit=omit_always))
+    new: dict[str, Any] = field(metadata=json_spec(omit=omit_always))
     decision: SwapDecision
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "old_embedder": self.old_embedder,
-            "new_embedder": self.new_embedder,
-            "decision": self.decision.to_json(),
-        }
 
 
 @dataclass(frozen=True)

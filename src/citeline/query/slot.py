@@ -260,6 +260,7 @@ class Slot:
         }[self.attribute]
         return f"{what} of {', '.join(self.subject)}" if self.subject else f"{what} asked for"
 
+    # Hand-written: whether ``names`` is written depends on another field (no subject).
     def to_json(self) -> dict[str, object]:
         out: dict[str, object] = {
             "attribute": self.attribute,

@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from citeline.filters import Filter, Principal
+from citeline.jsonable import Jsonable, json_derived
 
 if TYPE_CHECKING:
     from citeline.kb import KnowledgeBase
@@ -69,7 +70,7 @@ def locate_quote(text: str, quote: str, lo: int = 0, hi: int | None = None) -> l
 
 
 @dataclass(frozen=True)
-class GoldEvidence:
+class GoldEvidence(Jsonable):
     """One gold evidence item resolved against the index.
 
     ``document_id`` is None when the source is not an indexed document; ``spans`` is empty when
@@ -84,31 +85,9 @@ class GoldEvidence:
     note: str = ""
 
     @property
+    @json_derived(after="spans")
     def resolved(self) -> bool:
         return self.document_id is not None and bool(self.spans)
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "source": self.source,
-            "page": self.page,
-            "quote": self.quote,
-            "document_id": self.document_id,
-            "spans": [list(s) for s in self.spans],
-            "resolved": self.resolved,
-            "note": self.note,
-        }
-
-    @classmethod
-    def from_json(cls, data: Mapping[str, Any]) -> GoldEvidence:
-        """The item back from ``to_json`` (``resolved`` is derived, not read)."""
-        return cls(
-            data["source"],
-            data.get("page"),
-            data.get("quote"),
-            data.get("document_id"),
-            tuple((int(a), int(b)) for a, b in data.get("spans") or ()),
-            data.get("note") or "",
-        )
 
 
 class DocumentResolver:

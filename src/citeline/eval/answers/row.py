@@ -168,6 +168,7 @@ class QuestionRow:
         value = self.extra.get("trace_id")
         return None if value is None else str(value)
 
+    # Hand-written: an error row has other keys in another order, and ``extra`` sits mid-object.
     def to_json(self) -> dict[str, Any]:
         """The row as the report's JSON holds it (keys in the order reports have always had)."""
         row: dict[str, Any] = {
