@@ -60,7 +60,7 @@ def _fmt(value: Any, digits: int = 3) -> str:
 
 def metrics_table(report: dict[str, Any]) -> Table:
     """The headline numbers of an answers report as a rich table."""
-    from citeline.eval.report import UNITS, metric_label
+    from citeline.eval.report_metrics import UNITS, metric_label
 
     c = report["counts"]
     title = (
@@ -304,7 +304,7 @@ def print_comparison(ra: dict[str, Any], rb: dict[str, Any], title: str) -> None
 
 def comparison_table(ra: dict[str, Any], rb: dict[str, Any], title: str) -> Table:
     from citeline.eval.answers import deltas
-    from citeline.eval.report import metric_label
+    from citeline.eval.report_metrics import metric_label
 
     table = Table(title=title, title_justify="left")
     table.add_column("metric")

@@ -1,6 +1,6 @@
 """PDF parser on pypdfium2: words with boxes -> lines -> reading order -> blocks.
 
-Pass 1 walks the pages one at a time (each page and text page closed before the next,
+Pass 1 (pdf_words.py) walks the pages one at a time (each page and text page closed before the next,
 so a 2,000-page file never holds more than one page in PDFium) and keeps only small
 line records. Pass 2 needs the whole document (running headers, body font size, heading
 levels) and builds the text and blocks from those records.
@@ -8,14 +8,12 @@ levels) and builds the text and blocks from those records.
 
 from __future__ import annotations
 
-import ctypes
 import re
 import statistics
 from collections import Counter, defaultdict
 from dataclasses import dataclass, replace
 from itertools import pairwise
 from pathlib import Path
-from typing import Any
 
 import pypdfium2 as pdfium
 import pypdfium2.raw as pdfium_c
@@ -27,20 +25,14 @@ from citeline.ingest.formats import pdf_tables
 from citeline.ingest.formats.pdf_layout import Line, PageLines, compose, norm, reading_order, strip_running
 from citeline.ingest.formats.pdf_positions import PDFIUM_LOCK, WordPosition, word_positions
 from citeline.ingest.formats.pdf_streams import check_streams
-from citeline.ingest.formats.pdf_tables import CELL_GAP
+from citeline.ingest.formats.pdf_words import read_page
 from citeline.types import Block, BlockKind, ParsedDocument
 
-# Words: runs of visible characters. PDFium writes U+FFFE (GetUnicode: 0x02) where it
-# found an end-of-line hyphen; it is a word break for geometry, dropped from the text.
-_WORD = re.compile(r"[^\s\ufffe\x00-\x1f\x7f]+")
-_HYPHEN_MARKS = ("\ufffe", "\x02")
 _BULLET = re.compile(r"^([•◦▪‣∙·●○■□–*-]|\(?\d{1,3}[.)]|\(?[a-z][.)])\s")
 _SENTENCE_END = re.compile(r"[.!?:;][\"'”’)\]]*\Z")
 # A heading that numbers a section ("1 Introduction", "2.3 Limits", "Chapter 4 ..."): not a title
 _NUMBERED_SECTION = re.compile(r"^((chapter|section|part|appendix)\s+\S+|\d+(\.\d+)*\.?)\s+\S", re.IGNORECASE)
 _SECTION_NO = re.compile(r"^(chapter|section|part|appendix)?\s*[\dIVXivx]+(\.\d+)*\.?\s+", re.IGNORECASE)
-# Fixed-pitch fonts that do not set the FixedPitch flag (TeX's CMTT among them).
-_MONO_FONT = re.compile(r"mono|courier|typewriter|consol|menlo|monaco|code|cmtt|sftt|lmtt|ectt", re.I)
 _ERRORS = {
     pdfium_c.FPDF_ERR_PASSWORD: "encrypted PDF (no password support)",
     pdfium_c.FPDF_ERR_SECURITY: "encrypted PDF with an unsupported security handler",
@@ -78,7 +70,7 @@ class PdfParser(BaseParser):
             for i in range(len(pdf)):
                 page = pdf[i]
                 try:
-                    pages.append(_read_page(page, i + 1))
+                    pages.append(read_page(page, i + 1))
                 finally:
                     page.close()
         except pdfium.PdfiumError as exc:
@@ -114,109 +106,6 @@ def _outline(pdf: pdfium.PdfDocument) -> list[tuple[int, str, int]]:
         if index is not None and title:
             out.append((bm.level + 1, title, index + 1))
     return out
-
-
-def _read_page(page: pdfium.PdfPage, pno: int) -> PageLines:
-    width, height = page.get_size()
-    result = PageLines(width, height)
-    tp = page.get_textpage()
-    try:
-        n = pdfium_c.FPDFText_CountChars(tp)
-        if n <= 0:
-            return result
-        buf = (ctypes.c_ushort * (n + 1))()
-        got = pdfium_c.FPDFText_GetText(tp, 0, n, buf)
-        text = bytes(memoryview(buf).cast("B")[: max(got - 1, 0) * 2]).decode("utf-16-le", "replace")
-        if len(text) != n:
-            # Rare (non-BMP characters, excluded chars): rebuild so that text[i] is char i.
-            text = "".join(_safe_chr(pdfium_c.FPDFText_GetUnicode(tp, i)) for i in range(n))
-        result.lines = _words_to_lines(tp, text, pno)
-    finally:
-        tp.close()
-    return result
-
-
-def _safe_chr(code: int) -> str:
-    if code == 2:
-        return "\ufffe"
-    return chr(code) if 0 < code < 0x110000 and not 0xD800 <= code < 0xE000 else " "
-
-
-def _is_mono(tp: Any, index: int, name: Any, flags: Any) -> bool:
-    pdfium_c.FPDFText_GetFontInfo(tp, index, name, len(name), flags)
-    return bool(flags.value & 1) or bool(_MONO_FONT.search(name.value.decode("latin-1")))
-
-
-def _words_to_lines(textpage: pdfium.PdfTextPage, text: str, pno: int) -> list[Line]:
-    tp = textpage.raw  # the raw handle: this loop makes a few ctypes calls per word
-    get_box, rect = pdfium_c.FPDFText_GetLooseCharBox, pdfium_c.FS_RECTF()
-    name, flags = ctypes.create_string_buffer(128), ctypes.c_int()
-    lines: list[Line] = []
-    words: list[list[str]] = []
-    marks: list[list[int]] = []  # per line: index of its first, second word's first, last char
-    starts: list[list[int]] = []  # per line: index of each word's first char
-    # Gaps too narrow to break a line but maybe between table cells: line index -> (gap x0,
-    # gap x1, index of the word after it), and the line's other gaps as (sum, count).
-    wide: dict[int, list[tuple[float, float, int]]] = {}
-    spacing: dict[int, tuple[float, int]] = {}
-    gsum, gcount = 0.0, 0
-    cur: Line | None = None
-    for m in _WORD.finditer(text):
-        a, b = m.start(), m.end() - 1
-        # The loose box spans the font's ascent..descent, so it is the same for every
-        # glyph of a line (tight boxes vary: "x" vs "l"), which makes baselines comparable.
-        get_box(tp, a, rect)
-        x0, bottom, top = rect.left, rect.bottom, rect.top
-        if b != a:
-            get_box(tp, b, rect)
-        x1 = rect.right
-        em = max((top - bottom) / 1.17, 1.0)  # loose box height is about 1.17 em
-        hyphen = m.end() < len(text) and text[m.end()] in _HYPHEN_MARKS
-        if cur is not None:
-            overlap = min(cur.top, top) - max(cur.bottom, bottom)
-            gap = x0 - cur.x1
-            # Same baseline and no more than a wide word space apart (a wider gap is a
-            # column gutter or a table cell: a new line).
-            if overlap >= 0.5 * min(cur.top - cur.bottom, top - bottom) and -0.5 * em <= gap <= 1.8 * max(
-                em, cur.size
-            ):
-                if gap >= CELL_GAP * em:
-                    wide.setdefault(len(lines) - 1, []).append((cur.x1, x0, len(words[-1])))
-                else:
-                    gsum, gcount = gsum + gap, gcount + 1
-                words[-1].append(compose(m.group()))
-                cur.x1 = max(cur.x1, x1)
-                cur.top, cur.bottom = max(cur.top, top), min(cur.bottom, bottom)
-                cur.hyphen = hyphen
-                if len(words[-1]) == 2:
-                    marks[-1][1] = a
-                marks[-1][2] = b
-                starts[-1].append(a)
-                continue
-        if lines and len(lines) - 1 in wide:
-            spacing[len(lines) - 1] = (gsum, gcount)
-        gsum, gcount = 0.0, 0
-        size = pdfium_c.FPDFText_GetFontSize(tp, a)
-        if size < 2.0:  # font scaled by the text matrix: Tf says 1
-            size = em
-        cur = Line("", x0, x1, top, bottom, size, hyphen, pno)
-        lines.append(cur)
-        words.append([compose(m.group())])
-        marks.append([a, -1, b])
-        starts.append([a])
-    if lines and len(lines) - 1 in wide:
-        spacing[len(lines) - 1] = (gsum, gcount)
-    for i, (ln, ws, (first, second, end)) in enumerate(zip(lines, words, marks, strict=True)):
-        ln.text = " ".join(ws)
-        ln.word_starts = tuple(starts[i])
-        # Code: starts (after a listing's line number, if any) and ends in a fixed-pitch
-        # font; prose that merely opens with a `literal` does not end in one.
-        if ws[0].isdigit() and second >= 0:
-            first = second
-        ln.mono = _is_mono(tp, first, name, flags) and _is_mono(tp, end, name, flags)
-        if i in wide:
-            ln.cells = pdf_tables.gap_cells(ln, ws, wide[i], spacing[i])
-    return lines
 
 
 def _mark_headings(
@@ -307,7 +196,7 @@ def _assemble(
         if not first or _NUMBERED_SECTION.match(first):  # "1 Introduction" names a section, not the file
             first = _first_page_title(ordered[0] if ordered else [], body) or first
         title = first or path.stem or "untitled"
-    return _emit(blocks, unmatched, len(pages), title, title_from_meta, meta, positions)
+    return _emit(blocks, unmatched, _Facts(len(pages), title, title_from_meta, meta), positions)
 
 
 def _first_page_title(lines: list[Line], body: float) -> str:
@@ -343,17 +232,7 @@ def _group(pages: list[list[Line]], para_gap: float) -> list[_Blk]:
             last = cur.lines[-1] if cur else None
             first_of_flow = i == 0 or lines[i - 1].flow != ln.flow
             if ln.level:
-                if (
-                    cur
-                    and last
-                    and cur.kind == "heading"
-                    and cur.level == ln.level
-                    and last.flow == ln.flow
-                    and 0 < last.bottom - ln.bottom <= para_gap * ln.size
-                ):
-                    cur.lines.append(ln)  # a heading wrapped over two lines
-                else:
-                    blocks.append(_Blk("heading", [ln], ln.level))
+                _add_heading(blocks, ln, para_gap)
                 continue
             gap = last.bottom - ln.bottom if last is not None and last.flow == ln.flow else -1.0
             if ln.mono:
@@ -386,6 +265,23 @@ def _group(pages: list[list[Line]], para_gap: float) -> list[_Blk]:
         if b.kind == "heading" and (len(b.lines) > 3 or sum(len(ln.text) for ln in b.lines) > 200):
             b.kind, b.level = "paragraph", 0
     return blocks
+
+
+def _add_heading(blocks: list[_Blk], ln: Line, para_gap: float) -> None:
+    """A heading line: the next line of the heading before it when that one wrapped, else a heading."""
+    cur = blocks[-1] if blocks else None
+    last = cur.lines[-1] if cur else None
+    if (
+        cur
+        and last
+        and cur.kind == "heading"
+        and cur.level == ln.level
+        and last.flow == ln.flow
+        and 0 < last.bottom - ln.bottom <= para_gap * ln.size
+    ):
+        cur.lines.append(ln)  # a heading wrapped over two lines
+    else:
+        blocks.append(_Blk("heading", [ln], ln.level))
 
 
 def _add_table(blocks: list[_Blk], lines: list[Line]) -> None:
@@ -428,15 +324,28 @@ def _join(lines: list[Line], kind: BlockKind = "paragraph") -> tuple[str, list[i
     return out, offsets
 
 
+@dataclass(frozen=True)
+class _Facts:
+    """What the document says of itself besides its blocks."""
+
+    page_count: int
+    title: str
+    title_from_meta: bool  # the file's metadata named it (else its first heading or first page did)
+    meta: dict[str, str]
+
+
 def _emit(
     blocks: list[_Blk],
     unmatched: dict[int, list[tuple[int, str]]],
-    page_count: int,
-    title: str,
-    title_from_meta: bool,
-    meta: dict[str, str],
+    facts: _Facts,
     positions: list[WordPosition] | None = None,
 ) -> ParsedDocument:
+    page_count, title, title_from_meta, meta = (
+        facts.page_count,
+        facts.title,
+        facts.title_from_meta,
+        facts.meta,
+    )
     levels = Counter(b.level for b in blocks if b.kind == "heading")
     parts: list[str] = []
     out: list[Block] = []
