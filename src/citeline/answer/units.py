@@ -122,12 +122,7 @@ def _units(doc_text: str, table_header: list[str] | None = None) -> list[Unit]:
                     header = cells  # a header row is followed by its | --- | rule
                     continue
                 header = []  # a table without a header: each row reads on its own
-            if header:
-                text = "; ".join(f"{h}: {c}" for h, c in zip(header, cells, strict=False) if c)
-            else:
-                filled = [c for c in cells if c]
-                label_first = len(filled) > 1 and filled[0].endswith(":")
-                text = f"{filled[0]} {'; '.join(filled[1:])}" if label_first else "; ".join(filled)
+            text = _row_text(header, cells)
             if text:
                 units.append(Unit(a, b, text.rstrip(".") + ".", "row"))
             continue
@@ -139,9 +134,23 @@ def _units(doc_text: str, table_header: list[str] | None = None) -> list[Unit]:
             units.append(Unit(sa, sb, readable(doc_text[sa:sb]), "sentence"))
     if in_code:
         units.append(Unit(code_start, end, doc_text[code_start:end], "code"))
-    # Sentences of one paragraph split across lines: merge pieces that are not sentence ends, and
-    # a piece that opens as the rest of a sentence ("and is mirrored daily ...": the splitter
-    # ended the sentence inside a URL, a path or an abbreviation).
+    return with_introduced([u for u in _merge_sentences(units, doc_text) if u.text], doc_text)
+
+
+def _row_text(header: list[str], cells: list[str]) -> str:
+    """A table row in words: "header: cell; ..." under a header, else its cells (a first cell
+    that ends in a colon labels the rest)."""
+    if header:
+        return "; ".join(f"{h}: {c}" for h, c in zip(header, cells, strict=False) if c)
+    filled = [c for c in cells if c]
+    label_first = len(filled) > 1 and filled[0].endswith(":")
+    return f"{filled[0]} {'; '.join(filled[1:])}" if label_first else "; ".join(filled)
+
+
+def _merge_sentences(units: list[Unit], doc_text: str) -> list[Unit]:
+    """Sentences of one paragraph split across lines: merge pieces that are not sentence ends, and
+    a piece that opens as the rest of a sentence ("and is mirrored daily ...": the splitter
+    ended the sentence inside a URL, a path or an abbreviation)."""
     merged: list[Unit] = []
     for unit in units:
         prev = merged[-1] if merged else None
@@ -154,7 +163,7 @@ def _units(doc_text: str, table_header: list[str] | None = None) -> list[Unit]:
             merged[-1] = Unit(prev.start, unit.end, readable(doc_text[prev.start : unit.end]), "sentence")
         else:
             merged.append(unit)
-    return with_introduced([u for u in merged if u.text], doc_text)
+    return merged
 
 
 # The words a sentence's remainder opens with: a unit that starts with one of them in lower case

@@ -40,25 +40,7 @@ def validate_row(row: Mapping[str, Any], where: str = "") -> dict[str, Any]:
     evidence = row.get("evidence") or []
     if not isinstance(evidence, list):
         raise GoldenFormatError(f"{label}: 'evidence' must be a list.")
-    clean: list[dict[str, Any]] = []
-    for i, ev in enumerate(evidence):
-        if not isinstance(ev, Mapping):
-            raise GoldenFormatError(f"{label}: evidence[{i}] must be an object.")
-        if "chunk_id" in ev or "chunk" in ev:
-            raise GoldenFormatError(
-                f"{label}: evidence[{i}] names a chunk; chunk ids are not accepted (they change with "
-                "chunking). Give the document 'source' and the 'quote' text instead."
-            )
-        source = ev.get("source")
-        if not isinstance(source, str) or not source:
-            raise GoldenFormatError(f"{label}: evidence[{i}] needs a 'source' (document path).")
-        page = ev.get("page")
-        if page is not None and (isinstance(page, bool) or not isinstance(page, int) or page < 1):
-            raise GoldenFormatError(f"{label}: evidence[{i}].page must be a positive integer or null.")
-        quote = ev.get("quote")
-        if quote is not None and (not isinstance(quote, str) or not quote.strip()):
-            raise GoldenFormatError(f"{label}: evidence[{i}].quote must be non-empty text or null.")
-        clean.append({"source": source, "page": page, "quote": quote})
+    clean = [_evidence_item(ev, f"{label}: evidence[{i}]") for i, ev in enumerate(evidence)]
     return {
         **row,
         "id": str(row["id"]),
@@ -66,6 +48,27 @@ def validate_row(row: Mapping[str, Any], where: str = "") -> dict[str, Any]:
         "reference": reference,
         "evidence": clean,
     }
+
+
+def _evidence_item(ev: Any, label: str) -> dict[str, Any]:
+    """One checked evidence item: its source, page and quote; raises GoldenFormatError."""
+    if not isinstance(ev, Mapping):
+        raise GoldenFormatError(f"{label} must be an object.")
+    if "chunk_id" in ev or "chunk" in ev:
+        raise GoldenFormatError(
+            f"{label} names a chunk; chunk ids are not accepted (they change with "
+            "chunking). Give the document 'source' and the 'quote' text instead."
+        )
+    source = ev.get("source")
+    if not isinstance(source, str) or not source:
+        raise GoldenFormatError(f"{label} needs a 'source' (document path).")
+    page = ev.get("page")
+    if page is not None and (isinstance(page, bool) or not isinstance(page, int) or page < 1):
+        raise GoldenFormatError(f"{label}.page must be a positive integer or null.")
+    quote = ev.get("quote")
+    if quote is not None and (not isinstance(quote, str) or not quote.strip()):
+        raise GoldenFormatError(f"{label}.quote must be non-empty text or null.")
+    return {"source": source, "page": page, "quote": quote}
 
 
 def load_golden(path: str | Path) -> list[dict[str, Any]]:

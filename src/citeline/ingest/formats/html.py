@@ -377,13 +377,7 @@ class _Walker:
             if event == "end":
                 if tag in _SECTIONING:
                     sections -= 1
-                if tag in _CONTAINERS or tag in _PARAGRAPHS or tag in _HEADINGS or tag == "pre":
-                    self.flush()
-                if tag == "dl" and el is not root:
-                    self.blocks.append(("end", "", TERM_LEVEL + self.lists))
-                    self.lists -= 1
-                if el is not root:
-                    self.buf.append(el.tail or "")
+                self.end(el, el is root)
                 continue
             if tag in _SECTIONING:
                 sections += 1
@@ -409,6 +403,17 @@ class _Walker:
                 self.buf.append(_BR)
             else:
                 self.buf.append(el.text or "")
+
+    def end(self, el: Any, is_root: bool) -> None:
+        """The element is read: its block ends, a definition list's level closes, its tail follows."""
+        tag = el.tag
+        if tag in _CONTAINERS or tag in _PARAGRAPHS or tag in _HEADINGS or tag == "pre":
+            self.flush()
+        if tag == "dl" and not is_root:
+            self.blocks.append(("end", "", TERM_LEVEL + self.lists))
+            self.lists -= 1
+        if not is_root:
+            self.buf.append(el.tail or "")
 
     def whole(self, el: Any) -> tuple[RawKind, str, int] | None:
         """Elements read as one block, or None for containers and inline elements."""
