@@ -214,11 +214,8 @@ def add_distributed(
         bulk = getattr(store, "bulk_load", None) if store.count_chunks(Filter.admin()) == 0 else None
         try:
             with bulk() if bulk is not None else nullcontext():
-                _run(
-                    ray,
-                    ingestor,
-                    report,
-                    paths,
+                request = _Request(
+                    list(paths),
                     workers,
                     tags or {},
                     tuple(sorted(set(acl))),
@@ -229,6 +226,7 @@ def add_distributed(
                     keep_missing,
                     prune,
                 )
+                _run(ray, ingestor, report, request)
             finish_store(store, report)
         except IndexUnavailableError as exc:  # whatever stopped it: the report says what was done
             exc.report = report  # type: ignore[attr-defined]
@@ -239,52 +237,46 @@ def add_distributed(
     return report
 
 
-def _run(
-    ray: Any,
-    ingestor: Ingestor,
-    report: IngestReport,
-    paths: Iterable[str],
-    workers: str,
-    tags: dict[str, str],
-    acl: tuple[str, ...],
-    progress: Progress | None,
-    collection: str,
-    root: str | os.PathLike[str] | None,
-    batch: int,
-    keep_missing: bool,
-    prune: bool,
-) -> None:
+@dataclass(frozen=True)
+class _Request:
+    """What ``add_distributed`` was asked to add, and how (its arguments; tags and ACL normalized)."""
+
+    paths: list[str]
+    workers: str
+    tags: dict[str, str]
+    acl: tuple[str, ...]
+    progress: Progress | None
+    collection: str
+    root: str | os.PathLike[str] | None
+    batch: int
+    keep_missing: bool
+    prune: bool
+
+
+def _run(ray: Any, ingestor: Ingestor, report: IngestReport, request: _Request) -> None:
     walks: list[FolderWalk] = []
     try:
-        _run_files(ray, ingestor, report, walks, paths, workers, tags, acl, progress, collection, root, batch)
+        _run_files(ray, ingestor, report, walks, request)
         for walk in walks:
-            ingestor._reconcile(walk, collection, report, keep_missing=keep_missing, prune=prune)
+            ingestor._reconcile(
+                walk, request.collection, report, keep_missing=request.keep_missing, prune=request.prune
+            )
     finally:
         report.note_meanwhile()
 
 
 def _run_files(
-    ray: Any,
-    ingestor: Ingestor,
-    report: IngestReport,
-    walks: list[FolderWalk],
-    paths: Iterable[str],
-    workers: str,
-    tags: dict[str, str],
-    acl: tuple[str, ...],
-    progress: Progress | None,
-    collection: str,
-    root: str | os.PathLike[str] | None,
-    batch: int,
+    ray: Any, ingestor: Ingestor, report: IngestReport, walks: list[FolderWalk], request: _Request
 ) -> None:
-    run = _Run(ingestor, report, progress, batch)
+    paths, workers, tags, acl = request.paths, request.workers, request.tags, request.acl
+    collection, root = request.collection, request.root
+    run = _Run(ingestor, report, request.progress, request.batch)
     cpus = int(ray.cluster_resources().get("CPU", 1))
     size = max(1, min(cpus, int(workers.split(":", 1)[1]) if workers.startswith("local:") else cpus))
     actor = ray.remote(num_cpus=1)(Worker)
     fast = ingestor.fast.name if ingestor.fast else None
     actors = [actor.remote(ingestor.embedder.name, ingestor.settings, fast) for _ in range(size)]
     turn = itertools.cycle(actors)
-    paths = list(paths)
     sources = Sources(root if root is not None else Path.cwd())
     known = KnownFiles(ingestor.store, collection, whole=any(os.path.isdir(p) for p in paths))
     files = iter_files(paths, report, walks)
