@@ -66,10 +66,9 @@ def test_dense_search_is_exact_and_respects_allowed_rows() -> None:
 def test_dense_matrix_is_saved_for_the_next_process_and_never_read_stale(tmp_path: Path) -> None:
     """The matrix read from SQLite is saved (dense-matrix.bin) and read back by the next store
     opened on the index; after a write its key differs and SQLite is read again."""
-    from tests.index.test_store_contract import DIM, _vector, put
-
     from citeline.filters import Filter
     from citeline.index.sqlite import dense
+    from index.test_store_contract import DIM, _vector, put
 
     location = tmp_path / "index"
     first = SqliteStore(location)
@@ -99,9 +98,8 @@ def test_dense_matrix_is_saved_for_the_next_process_and_never_read_stale(tmp_pat
 
 
 def test_a_damaged_saved_matrix_is_ignored(tmp_path: Path) -> None:
-    from tests.index.test_store_contract import DIM, _vector, put
-
     from citeline.filters import Filter
+    from index.test_store_contract import DIM, _vector, put
 
     location = tmp_path / "index"
     store = SqliteStore(location)
