@@ -215,7 +215,7 @@ distill-static: $(DISTILL_STAMP)
 lint: $(STAMP)
 	$(BIN)/ruff check src tests benchmarks training evalsets fuzz
 	$(BIN)/ruff format --check src tests benchmarks training evalsets fuzz
-	$(BIN)/mypy
+	$(BIN)/mypy  # src strict and tests (bodies checked, no annotations demanded): pyproject [tool.mypy]
 	$(BIN)/python -m citeline.dev.layers
 
 # Re-pin dependencies (with hashes) after editing pyproject.toml: dev.lock resolves everything, the

@@ -100,7 +100,7 @@ def test_one_giant_sentence_is_split_without_truncation(embedder: Embedder) -> N
     st.lists(
         st.one_of(
             st.text(
-                alphabet=st.characters(codec="utf-8", exclude_categories=("Cs",)), min_size=1, max_size=400
+                alphabet=st.characters(codec="utf-8", exclude_categories=["Cs"]), min_size=1, max_size=400
             ),
             st.sampled_from(
                 [

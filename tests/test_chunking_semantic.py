@@ -199,7 +199,7 @@ def test_lexical_ties_do_not_cut_a_text_whose_sentences_share_no_words(embedder:
 
 SENTENCE = st.one_of(
     st.sampled_from(KILNS + BEES + BREAD + TELESCOPE + ["Ünïcödé 😀 text.", "x", "1 2 3.", "?!"]),
-    st.text(alphabet=st.characters(codec="utf-8", exclude_categories=("Cs",)), min_size=1, max_size=300),
+    st.text(alphabet=st.characters(codec="utf-8", exclude_categories=["Cs"]), min_size=1, max_size=300),
 )
 
 

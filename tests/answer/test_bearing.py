@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import pytest
-from tests.answer._passages import make_passages
 
 from citeline.answer.bearing import bears, bound_to_subject, missing_value, states_value
 from citeline.answer.units import binding_contexts, passage_units
 from citeline.query.slot import asked_slot
+
+from ._passages import make_passages
 
 
 @pytest.mark.parametrize(

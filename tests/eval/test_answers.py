@@ -276,6 +276,7 @@ def test_hit_rate_and_recall_at_k_over_documents() -> None:
     # chunk ranking X, A, A, Y, B -> documents X, A, Y, B; k = 2 -> {X, A}
     ranking = (ret("X", 0, 9), ret("A", 0, 9), ret("A", 10, 19), ret("Y", 0, 9), ret("B", 0, 9))
     row = score(golden("1"), refused(), (gold("A", (0, 5)), gold("B", (0, 5))), candidates=ranking)
+    assert row.retrieval is not None  # candidates given: retrieval is scored
     assert row.retrieval.hit_at_k == 1.0
     assert row.retrieval.recall_at_k == 0.5
     miss = score(golden("2"), refused(), (gold("B", (0, 5)),), candidates=ranking)
@@ -289,15 +290,19 @@ def test_answer_correctness_on_answer_text_without_markers() -> None:
     row = score(golden("1", answers=["900 jobs"]), a, (E1,))
     # prediction tokens: queue holds 900 jobs (article dropped); gold: 900 jobs
     assert row.correctness == Correctness(
-        exact_match=0.0, token_f1=pytest.approx(2 / 3), contains=1.0, first_contains=0.0
+        exact_match=0.0,
+        token_f1=pytest.approx(2 / 3),  # type: ignore[arg-type]  # equal to any float near 2/3
+        contains=1.0,
+        first_contains=0.0,
     )
     exact = score(
         golden("2", answers=["900 jobs"]), answered("900 jobs. [1]", (cit(1, "A", 120, 130),)), (E1,)
     )
-    assert exact.correctness.exact_match == 1.0
+    assert exact.correctness is not None and exact.correctness.exact_match == 1.0
     none = score(golden("3", answers=["900 jobs"]), refused(), (E1,))
     assert none.correctness == Correctness(exact_match=0.0, token_f1=0.0, contains=0.0, first_contains=0.0)
     ref = score({**golden("4"), "reference": "It holds 900 jobs."}, a, (E1,))
+    assert ref.correctness is not None  # a reference is scored, by token F1 only
     assert ref.correctness.exact_match is None and ref.correctness.contains is None
     m = summarize([row, exact, none, ref], k=2)["metrics"]
     assert m["exact_match"] == pytest.approx(1 / 3)  # rows with answers: 0, 1, 0
@@ -323,6 +328,7 @@ def test_first_sentence_contains_reads_the_first_sentence_the_answer_shows(
     text = " ".join(f"{t} [1]" for t, removed in sentences if not removed)
     a = Answer("q", text, False, (cit(1, "A", 120, 130),), kept)
     row = score(golden("1", answers=["900 jobs"]), a, (E1,))
+    assert row.correctness is not None
     assert row.correctness.contains == contains and row.correctness.first_contains == first_contains
     assert summarize([row], k=2)["metrics"]["first_sentence_contains"] == first_contains
     assert Correctness.from_json(row.correctness.to_json()) == row.correctness

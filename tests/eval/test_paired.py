@@ -37,7 +37,9 @@ def test_sign_test_matches_scipys_exact_binomial_test() -> None:
             assert sign_test(k, n - k) == pytest.approx(expected, abs=1e-12), (k, n)
 
 
-def _row(qid: str, answerable: bool, refused: bool, contains: float = 0.0, ctx: bool | None = None) -> dict:
+def _row(
+    qid: str, answerable: bool, refused: bool, contains: float = 0.0, ctx: bool | None = None
+) -> dict[str, object]:
     return {
         "id": qid,
         "answerable": answerable,

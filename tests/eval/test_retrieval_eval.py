@@ -7,7 +7,6 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
-from tests.datasets import shared_dataset
 
 from citeline.eval.beir import BeirDataset, BeirDoc
 from citeline.eval.retrieval_run import (
@@ -18,6 +17,7 @@ from citeline.eval.retrieval_run import (
     limit_queries,
     load_dataset,
 )
+from datasets import shared_dataset
 
 CORPUS = {
     "d1": ("Solar panels", "Photovoltaic cells convert sunlight into electricity with silicon wafers."),

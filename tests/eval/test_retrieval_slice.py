@@ -24,11 +24,11 @@ import os
 from pathlib import Path
 
 import pytest
-from tests.datasets import shared_dataset
 
 from citeline.eval.beir import fixed_slice, load_beir
 from citeline.eval.retrieval_run import evaluate_retrieval
 from citeline.rerank import DEFAULT_RERANKER
+from datasets import shared_dataset
 
 BASELINE = Path(__file__).resolve().parents[1] / "data" / "baselines" / "scifact_slice.json"
 N_QUERIES, N_DISTRACTORS, SEED = 50, 300, 13

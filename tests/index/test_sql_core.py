@@ -5,14 +5,18 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
 
 from citeline.filters import Filter
 from citeline.index.sql.dialect import POSTGRES, SQLITE, Dialect
-from citeline.index.sql.store import SqlStore
+from citeline.index.sqlite.store import SqliteStore
 from citeline.wiring import open_store
 from index.test_store_contract import DIM, put
+
+if TYPE_CHECKING:  # psycopg is imported only where the PostgreSQL store runs
+    from citeline.index.postgres.store import PostgresStore
 
 
 @pytest.mark.parametrize(
@@ -51,16 +55,22 @@ def test_a_list_of_values_is_an_in_list_or_one_array(
 
 
 @pytest.fixture(params=["sqlite", "postgresql"])
-def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[SqlStore]:
+def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[SqliteStore | PostgresStore]:
+    """Each store on the shared SQL core, as open_store builds it."""
     location = str(tmp_path / "index") if request.param == "sqlite" else request.getfixturevalue("pg_url")
     s = open_store(location)
-    assert isinstance(s, SqlStore)
+    if request.param == "sqlite":
+        assert isinstance(s, SqliteStore)
+    else:
+        from citeline.index.postgres.store import PostgresStore
+
+        assert isinstance(s, PostgresStore)
     s.bind_embedder("test-embedder", "1", DIM)
     yield s
     s.close()
 
 
-def test_shared_sql_with_a_literal_percent_runs_on_each_driver(store: SqlStore) -> None:
+def test_shared_sql_with_a_literal_percent_runs_on_each_driver(store: SqliteStore | PostgresStore) -> None:
     with store.reading() as s:
         assert s.value("SELECT 'a%b' || ?", ("c",)) == "a%bc"
         cond, params = s.dialect.in_list("key", ["embedder", "embedder_dim", "no-such-key"])
@@ -70,7 +80,9 @@ def test_shared_sql_with_a_literal_percent_runs_on_each_driver(store: SqlStore) 
         ]
 
 
-def test_the_one_checker_finds_and_repairs_the_same_problems_in_each_store(store: SqlStore) -> None:
+def test_the_one_checker_finds_and_repairs_the_same_problems_in_each_store(
+    store: SqliteStore | PostgresStore,
+) -> None:
     """Rows edited by hand, through shared SQL: a tag of no document, an original and a vector
     nothing uses, a document whose chunks are gone. Both stores report them in the same words;
     repair removes the broken document and leaves the index whole."""

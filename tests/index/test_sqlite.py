@@ -66,10 +66,9 @@ def test_dense_search_is_exact_and_respects_allowed_rows() -> None:
 def test_dense_matrix_is_saved_for_the_next_process_and_never_read_stale(tmp_path: Path) -> None:
     """The matrix read from SQLite is saved (dense-matrix.bin) and read back by the next store
     opened on the index; after a write its key differs and SQLite is read again."""
-    from tests.index.test_store_contract import DIM, _vector, put
-
     from citeline.filters import Filter
     from citeline.index.sqlite import dense
+    from index.test_store_contract import DIM, _vector, put
 
     location = tmp_path / "index"
     first = SqliteStore(location)
@@ -85,23 +84,29 @@ def test_dense_matrix_is_saved_for_the_next_process_and_never_read_stale(tmp_pat
     real_save = dense.save
     second = SqliteStore(location)
     try:
-        dense.save = lambda *a, **k: reads.append(1) or real_save(*a, **k)  # type: ignore[assignment]
+
+        def counted_save(*a, **k):
+            reads.append(1)
+            return real_save(*a, **k)
+
+        dense.save = counted_save
         assert second.vector_search(query, Filter.admin(), 5) == hits
         assert reads == []  # loaded from the saved file, not SQLite
         put(second, "b.md", ["Beta one."], seed=2)
         after = second.vector_search(_vector(200), Filter.admin(), 5)
         assert reads == [1]  # the write changed the key: read from SQLite and saved again
         assert len(second._dense_matrix()) == 3
-        assert {h for h, _ in after} >= {c for c in second.document_chunks(second.find_document("b.md").id)}
+        b = second.find_document("b.md")
+        assert b is not None
+        assert {h for h, _ in after} >= set(second.document_chunks(b.id))
     finally:
-        dense.save = real_save  # type: ignore[assignment]
+        dense.save = real_save
         second.close()
 
 
 def test_a_damaged_saved_matrix_is_ignored(tmp_path: Path) -> None:
-    from tests.index.test_store_contract import DIM, _vector, put
-
     from citeline.filters import Filter
+    from index.test_store_contract import DIM, _vector, put
 
     location = tmp_path / "index"
     store = SqliteStore(location)

@@ -39,7 +39,7 @@ class Rect:
 
 @dataclass
 class Page:
-    items: list[Line | Rect] = field(default_factory=list)
+    items: Sequence[Line | Rect] = field(default_factory=list)
 
 
 @dataclass(frozen=True)

@@ -22,7 +22,7 @@ def _save(document: docx.document.Document) -> bytes:
 
 def _spans(doc: ParsedDocument) -> list[tuple[str, str, tuple[str, ...]]]:
     """Every block indexes back into the text exactly, stripped and non-empty."""
-    out = []
+    out: list[tuple[str, str, tuple[str, ...]]] = []
     prev_end = 0
     for b in doc.blocks:
         piece = doc.text[b.start : b.end]

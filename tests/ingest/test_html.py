@@ -17,7 +17,7 @@ P = HtmlParser()
 
 def _spans(doc: ParsedDocument) -> list[tuple[str, str, tuple[str, ...]]]:
     """Every block indexes back into the text exactly, stripped and non-empty."""
-    out = []
+    out: list[tuple[str, str, tuple[str, ...]]] = []
     prev_end = 0
     for b in doc.blocks:
         piece = doc.text[b.start : b.end]
@@ -231,9 +231,7 @@ def test_control_characters_and_nul_are_dropped() -> None:
 # entities and markup characters), random nesting and unclosed tags.
 _TAGS = ["p", "div", "span", "b", "h1", "h2", "h3", "ul", "ol", "li", "pre", "table", "tr", "td", "th"]
 _TAGS += ["br", "nav", "script", "main", "article", "code", "a", "section", "blockquote", "dl", "dt"]
-_text = st.text(
-    alphabet=st.characters(blacklist_categories=("Cs",), blacklist_characters="\x00"), max_size=12
-)
+_text = st.text(alphabet=st.characters(blacklist_categories=["Cs"], blacklist_characters="\x00"), max_size=12)
 _piece = st.one_of(
     _text,
     st.sampled_from(_TAGS).map(lambda t: f"<{t}>"),

@@ -18,7 +18,7 @@ P = PdfParser()
 
 def _spans(doc: ParsedDocument) -> list[tuple[str, str, tuple[str, ...], int | None, int | None]]:
     """Every block indexes back into the text exactly, stripped and non-empty."""
-    out = []
+    out: list[tuple[str, str, tuple[str, ...], int | None, int | None]] = []
     prev_end = 0
     for b in doc.blocks:
         piece = doc.text[b.start : b.end]

@@ -35,7 +35,7 @@ SETTINGS = [
 
 def _blocks(doc: ParsedDocument) -> list[tuple[str, str]]:
     """(kind, text) of every block, checking that each indexes the stored text exactly."""
-    out = []
+    out: list[tuple[str, str]] = []
     for b in doc.blocks:
         piece = doc.text[b.start : b.end]
         assert piece and piece == piece.strip(), (b, piece)

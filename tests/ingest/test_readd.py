@@ -418,7 +418,12 @@ def test_an_unchanged_folder_is_not_listed_again(
     _add(hkb, docs)
     listed: list[str] = []
     real = files._list
-    monkeypatch.setattr(files, "_list", lambda top, exts: listed.append(top) or real(top, exts))
+
+    def listing(top, exts):
+        listed.append(top)
+        return real(top, exts)
+
+    monkeypatch.setattr(files, "_list", listing)
     report = _add(hkb, docs)
     assert len(report.unchanged) == 4 and listed == []
     # a file created in the subfolder moves that folder's time: listed again, the file added

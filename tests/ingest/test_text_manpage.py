@@ -36,7 +36,7 @@ Debian                             May 3, 2024                             Debia
 PLAIN = "A note.\n\nIt has two paragraphs and no sections.\n"
 
 
-def _parse(tmp_path: Path, name: str, text: str):  # type: ignore[no-untyped-def]
+def _parse(tmp_path: Path, name: str, text: str):
     path = tmp_path / name
     path.write_text(text)
     return TextParser().parse(path.read_bytes(), path)

@@ -476,14 +476,24 @@ def test_breaker_opens_after_failures_and_closes_after_a_good_trial() -> None:
         out = breaker.result(breaker.submit(boom), time.perf_counter())
         assert out.value is None and "vector engine down" in (out.degraded or "")
     assert breaker.state == "open"
-    calls = []
-    shut = breaker.result(breaker.submit(lambda: calls.append(1) or 1), time.perf_counter())
+    calls: list[int] = []
+
+    def counted() -> int:
+        calls.append(1)
+        return 1
+
+    shut = breaker.result(breaker.submit(counted), time.perf_counter())
     assert not calls and "circuit open" in (shut.degraded or "")
     clock.now += 31
     assert breaker.state == "half-open"
     assert breaker.result(breaker.submit(lambda: 7), time.perf_counter()).value == 7
     assert breaker.state == "closed"
-    slow = breaker.result(breaker.submit(lambda: time.sleep(2) or 1), time.perf_counter())
+
+    def sleepy() -> int:
+        time.sleep(2)
+        return 1
+
+    slow = breaker.result(breaker.submit(sleepy), time.perf_counter())
     assert "longer than 500 ms" in (slow.degraded or "")
 
 

@@ -48,12 +48,9 @@ from citeline.ingest.formats.text import TextParser
 from citeline.kb import KnowledgeBase
 from citeline.settings import SETTINGS_FILE, load_settings, setting_fields
 from citeline.types import REFUSAL, Draft, DraftSentence, ParsedDocument, Passage
+from ingest.pdfgen import Line, Page, build_pdf
 
 from .util import report_figures, size
-
-ROOT = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(ROOT / "tests" / "ingest"))
-from pdfgen import Line, Page, build_pdf  # noqa: E402
 
 ADMIN = Principal.local_admin()
 EXAMPLES = size("FUZZ_EXAMPLES", 50)

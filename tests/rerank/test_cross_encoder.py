@@ -11,12 +11,13 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from tests.rerank._hits import make_hit
 
 from citeline.build_context import StaticContext
 from citeline.errors import ConfigError
 from citeline.registry import registry
 from citeline.rerank.cross_encoder import CrossEncoderReranker, OnnxPairScorer
+
+from ._hits import make_hit
 
 onnx = pytest.importorskip("onnx")
 from onnx import TensorProto, helper  # noqa: E402

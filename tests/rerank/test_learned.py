@@ -8,7 +8,6 @@ from typing import ClassVar
 
 import numpy as np
 import pytest
-from tests.rerank._hits import make_hit
 
 from citeline.build_context import StaticContext
 from citeline.errors import ConfigError
@@ -21,6 +20,8 @@ from citeline.rerank.learned import (
     maxsim_scores,
     stem,
 )
+
+from ._hits import make_hit
 
 COL = {name: i for i, name in enumerate(FEATURES)}
 

@@ -5,12 +5,13 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 
 import pytest
-from tests.rerank._hits import make_hit
 
 from citeline.build_context import StaticContext
 from citeline.errors import ConfigError
 from citeline.registry import registry
 from citeline.rerank.llm import LlmReranker, build_prompt, parse_ranking
+
+from ._hits import make_hit
 
 
 def test_parse_ranking_is_lenient() -> None:

@@ -38,9 +38,14 @@ def test_the_reader_scores_a_pair_once() -> None:
     model = packaged_model()
     units = ["The default recipient limit is 1000.", "Deliveries that fail are deferred."]
     first = model.reader_scores("What is the recipient limit?", units)
-    calls = []
+    calls: list[int] = []
     original = model.pairs.logits
-    model.pairs.logits = lambda pairs: calls.append(len(pairs)) or original(pairs)  # type: ignore[method-assign]
+
+    def counted(pairs):
+        calls.append(len(pairs))
+        return original(pairs)
+
+    model.pairs.logits = counted  # type: ignore[method-assign]
     try:
         again = model.reader_scores("What is the recipient limit?", [units[1], units[0], "A new unit."])
     finally:

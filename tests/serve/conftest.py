@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import os
 import shutil
-import sys
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -17,12 +16,10 @@ import pytest
 import citeline
 from citeline.access import create_key, revoke
 from citeline.kb import KnowledgeBase
+from datasets import in_ci
+from ingest.pdfgen import Page, build_pdf, flow
 
 ROOT = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(ROOT / "tests" / "ingest"))
-from pdfgen import Page, build_pdf, flow  # noqa: E402
-
-from datasets import in_ci  # noqa: E402
 
 #: only group:finance may read the document that says this
 SECRET = "Zephyr committee"

@@ -51,7 +51,7 @@ class Session:
         self.context = browser.new_context(viewport={"width": width, "height": 900}, bypass_csp=bypass_csp)
         self.page = self.context.new_page()
         self.problems: list[str] = []
-        self.page.on("console", lambda m: m.type == "error" and self.problems.append(m.text))
+        self.page.on("console", self._console)
         self.page.on("pageerror", lambda e: self.problems.append(str(e)))
         self.page.set_default_timeout(60_000)
         self.url = url
@@ -59,6 +59,10 @@ class Session:
         self.page.fill("#key-input", key)
         self.page.click("#key-form button[type=submit]")
         self.page.wait_for_selector("#ask-view:not([hidden])")
+
+    def _console(self, message: Any) -> None:
+        if message.type == "error":
+            self.problems.append(message.text)
 
     def ask(self, question: str) -> None:
         self.page.fill("#question", question)

@@ -71,7 +71,7 @@ def url(corpus: Corpus) -> Iterator[str]:
 @pytest.fixture(scope="module")
 def scripted_url(corpus: Corpus) -> Iterator[str]:
     kb = variant(corpus.kb)
-    kb.use_generator(CitesTooMuch())  # type: ignore[arg-type]
+    kb.use_generator(CitesTooMuch())
     with serving(kb, mcp=False) as base:
         yield base
     kb.close()

@@ -47,9 +47,13 @@ class Offline:
 
         self.context.route("**/*", route)
         self.page = self.context.new_page()
-        self.page.on("console", lambda m: m.type == "error" and self.problems.append(m.text))
+        self.page.on("console", self._console)
         self.page.on("pageerror", lambda e: self.problems.append(str(e)))
         self.page.set_default_timeout(60_000)
+
+    def _console(self, message: Any) -> None:
+        if message.type == "error":
+            self.problems.append(message.text)
 
     def close(self) -> None:
         self.context.close()

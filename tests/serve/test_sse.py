@@ -64,7 +64,7 @@ def events(
 
 def test_stream_order_and_removed_sentence_never_shown(corpus: Corpus) -> None:
     kb = variant(corpus.kb)
-    kb.use_generator(HalfTrueGenerator())  # type: ignore[arg-type]
+    kb.use_generator(HalfTrueGenerator())
     with serving(kb, mcp=False) as url:
         got = events(url, corpus.reader_key, "How often does the gateway token rotate?")
     kinds = [k for k, _ in got if k != "progress"]
@@ -124,7 +124,7 @@ class TwoQuotesGenerator:
 
 def test_progress_then_each_sentence_as_soon_as_it_is_checked(corpus: Corpus) -> None:
     kb = variant(corpus.kb)
-    kb.use_generator(TwoQuotesGenerator())  # type: ignore[arg-type]
+    kb.use_generator(TwoQuotesGenerator())
     arrived: list[float] = []
     with serving(kb, mcp=False) as url:
         got = events(url, corpus.reader_key, "How often does the gateway token rotate?", arrived)
@@ -146,7 +146,7 @@ def test_progress_then_each_sentence_as_soon_as_it_is_checked(corpus: Corpus) ->
 
 def test_stream_sentences_cite_only_support_and_carry_their_own_quotes(corpus: Corpus) -> None:
     kb = variant(corpus.kb)
-    kb.use_generator(TwoQuotesGenerator())  # type: ignore[arg-type]
+    kb.use_generator(TwoQuotesGenerator())
     with serving(kb, mcp=False) as url:
         got = events(url, corpus.reader_key, "How often does the gateway token rotate?")
     kb.close()

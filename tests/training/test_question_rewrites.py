@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 from collections import Counter
 from pathlib import Path
+from typing import Any
 
 import pytest
 from training.common import Logger, ReservedPackageError
@@ -51,7 +52,9 @@ def test_the_prompt_gives_the_answer_unit_and_the_question_last() -> None:
     assert replies and all(json.loads(r)["question"].endswith("?") for r in replies)
 
 
-def _row(group: str, kind: str, label: int, split: str = "train", a: str = QUESTION, b: str = UNIT) -> dict:
+def _row(
+    group: str, kind: str, label: int, split: str = "train", a: str = QUESTION, b: str = UNIT
+) -> dict[str, Any]:
     return {
         "a": a,
         "b": b,
