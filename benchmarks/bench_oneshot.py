@@ -47,11 +47,11 @@ def docker_index() -> Path:
     return folder
 
 
-def run_once(argv: list[str]) -> tuple[dict[str, float], str]:
+def run_once(argv: list[str], env: dict[str, str] | None = None) -> tuple[dict[str, float], str]:
     # output to files, not pipes: a process writing more than a pipe holds would wait for a reader
     with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
         started = time.perf_counter()
-        process = subprocess.Popen(argv, stdout=out, stderr=err)
+        process = subprocess.Popen(argv, stdout=out, stderr=err, env=env)
         _, status, usage = os.wait4(process.pid, 0)
         wall = time.perf_counter() - started
         out.seek(0)
@@ -63,13 +63,38 @@ def run_once(argv: list[str]) -> tuple[dict[str, float], str]:
     return metrics, stdout.decode(errors="replace")
 
 
-def measure(argv: list[str], runs: int) -> dict[str, Any]:
-    outputs = {run_once(argv)[1]}  # the warm-up run
-    samples = []
+def measure(argv: list[str], runs: int, against: str | None = None) -> dict[str, Any]:
+    """The command's runs; with ``against`` (another source tree), each run is followed by one
+    from that tree, so that both see the same load; its summary is under "against"."""
+    here = {**os.environ, "PYTHONPATH": str(ROOT / "src")}  # this tree, whatever is installed
+    return summarise(argv, runs, here, {**os.environ, "PYTHONPATH": against} if against else None)
+
+
+def summarise(
+    argv: list[str], runs: int, env: dict[str, str], interleave: dict[str, str] | None
+) -> dict[str, Any]:
+    outputs = {run_once(argv, env)[1]}  # the warm-up run
+    if interleave is not None:
+        run_once(argv, interleave)
+    samples: list[dict[str, float]] = []
+    other: list[dict[str, float]] = []
+    other_outputs: set[str] = set()
     for _ in range(runs):
-        metrics, output = run_once(argv)
+        metrics, output = run_once(argv, env)
         samples.append(metrics)
         outputs.add(output)
+        if interleave is not None:
+            metrics, output = run_once(argv, interleave)
+            other.append(metrics)
+            other_outputs.add(output)
+    summary = statistics_of(samples, outputs, runs)
+    if interleave is not None:
+        summary["against"] = statistics_of(other, other_outputs, runs)
+        summary["same_output_as_against"] = outputs == other_outputs
+    return summary
+
+
+def statistics_of(samples: list[dict[str, float]], outputs: set[str], runs: int) -> dict[str, Any]:
     summary: dict[str, Any] = {"runs": runs, "same_output_every_run": len(outputs) == 1}
     for key in ("wall_s", "cpu_s", "max_rss_mb"):
         values = sorted(s[key] for s in samples)
@@ -89,6 +114,12 @@ def main() -> None:
     ap.add_argument("--search", default=SEARCH)
     ap.add_argument("--ask", default=ASK)
     ap.add_argument("--out", default=str(RESULTS / "oneshot"))
+    ap.add_argument(
+        "--against",
+        metavar="SRC",
+        help="another source tree (e.g. the src of a `git worktree` of an earlier commit): its runs "
+        "alternate with this tree's, so that both see the same load",
+    )
     args = ap.parse_args()
     compileall.compile_dir(str(ROOT / "src" / "citeline"), quiet=1)
     index = args.index or docker_index()
@@ -97,8 +128,8 @@ def main() -> None:
     result: dict[str, Any] = {
         "index": str(index),
         "commands": {
-            "search": measure([*citeline, "search", "-k", "5", args.search], args.runs),
-            "ask": measure([*citeline, "ask", args.ask], args.runs),
+            "search": measure([*citeline, "search", "-k", "5", args.search], args.runs, args.against),
+            "ask": measure([*citeline, "ask", args.ask], args.runs, args.against),
         },
         "load_average_before": [round(x, 2) for x in load_before],
         "load_average_after": [round(x, 2) for x in os.getloadavg()],
@@ -108,11 +139,12 @@ def main() -> None:
     chunks = subprocess.run([*citeline, "status", "--json"], capture_output=True, text=True)
     if chunks.returncode == 0:
         result["status"] = json.loads(chunks.stdout)
-    for name, r in result["commands"].items():
-        print(
-            f"{name:<7} wall {r['wall_s']['median']:.3f} s (min {r['wall_s']['min']:.3f}, target "
-            f"{TARGETS[name]}), CPU {r['cpu_s']['median']:.3f} s, max RSS {r['max_rss_mb']['median']:.0f} MB"
-        )
+    for name, command in result["commands"].items():
+        for label, r in [(name, command)] + ([("against", command["against"])] if args.against else []):
+            print(
+                f"{label:<7} wall {r['wall_s']['median']:.3f} s (min {r['wall_s']['min']:.3f}, target "
+                f"{TARGETS[name]}), CPU {r['cpu_s']['median']:.3f} s, max RSS {r['max_rss_mb']['median']:.0f} MB"
+            )
     print(f"load average {result['load_average_before']} before, {result['load_average_after']} after")
     out = Path(args.out)
     out.with_suffix(".json").write_text(json.dumps(result, indent=1) + "\n")
@@ -130,13 +162,20 @@ def markdown(result: dict[str, Any], args: argparse.Namespace) -> str:
         "| command | wall s median (min-max) | target s | CPU s median | max RSS MB |",
         "|---|---|---|---|---|",
     ]
-    for name, r in result["commands"].items():
-        w = r["wall_s"]
-        lines.append(
-            f"| {name} | {w['median']} ({w['min']}-{w['max']}) | {TARGETS[name]} | {r['cpu_s']['median']} "
-            f"| {r['max_rss_mb']['median']:.0f} |"
-        )
+    for name, command in result["commands"].items():
+        rows = [(name, command)]
+        if "against" in command:  # the other tree's runs, alternating with these
+            rows.append((f"{name}, {args.against}", command["against"]))
+        for label, r in rows:
+            w = r["wall_s"]
+            lines.append(
+                f"| {label} | {w['median']} ({w['min']}-{w['max']}) | {TARGETS[name]} | {r['cpu_s']['median']} "
+                f"| {r['max_rss_mb']['median']:.0f} |"
+            )
     lines += ["", f'search: `citeline search -k 5 "{args.search}"`; ask: `citeline ask "{args.ask}"`.']
+    if args.against:
+        same = all(c.get("same_output_as_against") for c in result["commands"].values())
+        lines.append(f"Each run alternated with one of {args.against}; the same output: {same}.")
     return "\n".join(lines)
 
 

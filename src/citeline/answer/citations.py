@@ -14,8 +14,7 @@ import re
 from collections.abc import Iterable
 from typing import NamedTuple
 
-import blingfire
-
+from citeline.text.sentences import blingfire
 from citeline.types import DraftSentence
 
 _OPEN = "[\\[［【]"

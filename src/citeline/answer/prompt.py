@@ -181,7 +181,13 @@ def near_refusal(text: str, ratio: float = 0.8) -> bool:
         return True
     words, refusal_words = set(said.split()), set(refusal.split())
     overlap = len(words & refusal_words) / len(words | refusal_words)
-    return overlap >= ratio or difflib.SequenceMatcher(None, said, refusal).ratio() >= ratio
+    if overlap >= ratio:
+        return True
+    # real_quick_ratio and quick_ratio are upper bounds of ratio: most units (longer or shorter than
+    # the refusal by half) are decided by their lengths, without the full match (~0.1 s of CPU of
+    # a one-shot `citeline ask`, which checks every unit of its context)
+    matcher = difflib.SequenceMatcher(None, said, refusal)
+    return matcher.real_quick_ratio() >= ratio and matcher.quick_ratio() >= ratio and matcher.ratio() >= ratio
 
 
 def _refused(raw: str, prompt_tokens: int, completion_tokens: int) -> Draft:

@@ -128,7 +128,36 @@ def _progress(enabled: bool) -> AbstractContextManager[Callable[[str, int], None
 
 class CitelineGroup(click.Group):
     """Prints user errors as one message on stderr (as JSON on stdout after --json) with the
-    documented non-zero exit code, never a traceback."""
+    documented non-zero exit code, never a traceback.
+
+    Commands registered by ``load_later`` are imported when a command not yet known is asked for,
+    or the list of commands is read (``--help``, ``.commands``): a one-shot `citeline search` does
+    not import the modules of `eval`, `serve`, `embed`, ... (rich's tables, subprocess, tempfile:
+    ~0.02 s of CPU)."""
+
+    _commands: dict[str, click.Command]
+    _load_rest: Callable[[], None] | None = None
+
+    @property  # type: ignore[override]
+    def commands(self) -> dict[str, click.Command]:
+        self._load_commands()
+        return self._commands
+
+    @commands.setter
+    def commands(self, value: dict[str, click.Command]) -> None:
+        self._commands = value
+
+    def load_later(self, register: Callable[[], None]) -> None:
+        """``register`` adds the other commands, when one of them (or the whole list) is needed."""
+        self._load_rest = register
+
+    def _load_commands(self) -> None:
+        register, self._load_rest = self._load_rest, None
+        if register is not None:
+            register()
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        return self._commands.get(cmd_name) or self.commands.get(cmd_name)
 
     def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
         # An unknown option is refused before any flag is processed: the raw arguments tell

@@ -279,4 +279,4 @@ def register_commands() -> None:
     register_embed(main)
 
 
-register_commands()
+main.load_later(register_commands)

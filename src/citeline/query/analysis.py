@@ -143,7 +143,8 @@ def focus(question: str) -> str:
     """The asking part of a question that first tells a story: its sentences with a question mark."""
     if question.count(".") + question.count("?") + question.count("!") <= 1:
         return question
-    import blingfire  # ~0.1 s to load: only questions of several sentences need it
+    # ~0.1 s to load: only questions of several sentences need it
+    from citeline.text.sentences import blingfire
 
     _, offsets = blingfire.text_to_sentences_and_offsets(question)
     sentences = [question[a:b] for a, b in offsets]
