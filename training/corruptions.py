@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import random
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 
 from training.claims import _NUMBER, _STOP, identifiers, norm
 
@@ -176,7 +176,7 @@ def change_date(claim: str, premise: str, rng: random.Random) -> str | None:
 
 
 def swap_name(
-    claim: str, premise: str, rng: random.Random, vocabulary: dict[str, Sequence[str]]
+    claim: str, premise: str, rng: random.Random, vocabulary: Mapping[str, Sequence[str]]
 ) -> str | None:
     """An identifier of the claim is replaced by another one of the same shape from the manual."""
     found = [(s, t) for s, t in identifiers(claim) if s != "hyphenated" or t in vocabulary.get(s, ())]
@@ -412,7 +412,7 @@ def corrupt(
     claim: str,
     premise: str,
     rng: random.Random,
-    vocabulary: dict[str, Sequence[str]] | None = None,
+    vocabulary: Mapping[str, Sequence[str]] | None = None,
 ) -> str | None:
     """Apply the corruption ``kind``; None when it does not apply. Never returns ``claim``."""
     if kind == "number":

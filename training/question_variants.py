@@ -18,7 +18,7 @@ from __future__ import annotations
 import random
 import re
 from collections import Counter
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
 from training import claims as C
@@ -163,7 +163,7 @@ def alter_question(
     q: str,
     answer: Unit,
     same_doc: Sequence[Unit],
-    vocab: dict[str, Sequence[str]],
+    vocab: Mapping[str, Sequence[str]],
     rng: random.Random,
 ) -> tuple[str, str] | None:
     """(the question with one of its specific terms replaced by one the answer does not contain,

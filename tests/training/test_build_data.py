@@ -329,8 +329,8 @@ def test_no_document_crosses_splits() -> None:
     groups: dict[str, list[int]] = {}
     for _, r in rows:
         groups.setdefault(r["group"], []).append(r["label"])
-    for g, labels in groups.items():
-        if g.startswith("u:"):
+    for group, labels in groups.items():
+        if group.startswith("u:"):
             assert set(labels) == {0}
         else:
             assert 1 in labels and 0 in labels
@@ -341,7 +341,7 @@ def test_checker_groups_are_balanced() -> None:
     corpus = Corpus(units, split)
     plain = [u for u in units if u.kind != "window"]
     vocab = {m: C.name_vocabulary(u.text for u in plain if u.manual == m) for m in ("m0", "m1", "m2")}
-    labels = Counter()
+    labels: Counter[int] = Counter()
     for g in checker_groups(plain, corpus, {}, vocab, 13, 0.2, Counter()):
         group_labels = Counter(r["label"] for r in g["rows"])
         assert group_labels[1] >= 1 and group_labels[0] >= 1
@@ -401,24 +401,31 @@ def _unit(text: str, trail: tuple[str, ...] = (), kind: str = "sentence") -> Uni
     return Unit("d#1", "m/d.html", "m", "T", trail, " > ".join(trail), kind, text, 0, len(text))
 
 
+def _templated(unit: Unit) -> tuple[str, str]:
+    """The (question, kind) of a unit that must get a template question."""
+    made = template_question(unit, random.Random(0))
+    assert made is not None, unit.text
+    return made
+
+
 def test_template_default_from_the_section_name() -> None:
     u = _unit(
         "Description:: Default:; Enables HTTP persistent connections: KeepAlive On.",
         ("Core", "KeepAlive Directive ¶"),
         "row",
     )
-    q, kind = template_question(u, random.Random(0))
+    q, kind = _templated(u)
     assert kind == "template_default" and "KeepAlive" in q and q.endswith("?")
     u = _unit(
         "type: integer; default: 1024; mandatory: no.", ("Input Parameters¶", "MaxSubmitAtOnce¶"), "row"
     )
-    q, kind = template_question(u, random.Random(0))
+    q, kind = _templated(u)
     assert "MaxSubmitAtOnce" in q
 
 
 def test_template_default_needs_a_subject_close_to_default() -> None:
     near = _unit("If hosts_max_try is small (the default is 5) only a few hosts are tried.")
-    assert template_question(near, random.Random(0))[1] == "template_default"
+    assert _templated(near)[1] == "template_default"
     far = _unit("The default encoding for databases created using the old API in sqlite3_open16 is UTF-16.")
     assert template_question(far, random.Random(0)) is None
     sets = _unit("SQLITE_CONFIG_LOOKASIDE sets the default lookaside size.")
@@ -427,7 +434,7 @@ def test_template_default_needs_a_subject_close_to_default() -> None:
 
 def test_template_definition_for_man_page_options() -> None:
     u = _unit("--mkpath Create all missing path components of the destination path.")
-    q, kind = template_question(u, random.Random(0))
+    q, kind = _templated(u)
     assert kind == "template_definition" and "--mkpath" in q
     assert (
         template_question(_unit("GitHub is where the project lives and issues go."), random.Random(0)) is None

@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from training.common import Logger
-from training.llm import Writer, append_replies
+from training.llm import append_replies
 
 
 class _Echo:
@@ -27,16 +27,24 @@ class _Echo:
         self.closed = True
 
 
-def _ask(writer: Writer, item: str) -> dict[str, Any]:
-    return {"item": item, "reply": writer.ask(item)}  # type: ignore[call-arg]
+def _ask(writer: _Echo, item: str) -> dict[str, Any]:
+    return {"item": item, "reply": writer.ask(item)}
 
 
 def test_replies_are_appended_until_the_stop_file_and_the_model_is_closed(tmp_path: Path) -> None:
     path = tmp_path / "replies.jsonl"
     path.write_text(json.dumps({"item": "earlier", "reply": "EARLIER"}) + "\n")
     echo = _Echo(tmp_path / "STOP", stop_after=2)
+    # _Echo stands in for the LLM Writer (all this loop uses of it: ask, close), so these two
+    # callables deliberately do not match the Writer-typed parameters
     append_replies(
-        path, ["a", "b", "c"], _ask, ("echo", 1, 13), 0, Logger(tmp_path / "log"), lambda **_: echo
+        path,
+        ["a", "b", "c"],
+        _ask,  # type: ignore[arg-type]
+        ("echo", 1, 13),
+        0,
+        Logger(tmp_path / "log"),
+        lambda **_: echo,  # type: ignore[arg-type]
     )
     lines = [json.loads(x) for x in path.read_text().splitlines()]
     # the earlier line is kept, "c" is never asked: the STOP file came after "b"

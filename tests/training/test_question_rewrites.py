@@ -88,7 +88,7 @@ def test_the_plan_is_seeded_and_takes_its_share_of_test_groups() -> None:
 
 def test_rewrite_groups_copy_the_group_with_the_new_question() -> None:
     good = "How long may a mail filter command run in the mail queue before it is stopped?"
-    groups = [
+    groups: list[dict[str, Any]] = [
         {"split": "train", "rows": [_row("t:1", "pos", 1), _row("t:1", "same_section", 0, b="other")]},
         {"split": "train", "rows": [_row("t:2", "pos", 1)]},
         {"split": "train", "rows": [_row("t:3", "pos", 1)]},

@@ -92,7 +92,9 @@ def test_altered_question_names_what_the_answer_does_not_contain() -> None:
     # a rare word of another section replaces a rare word the question shares with its answer
     answer = _unit("Compression reduces bandwidth for responses.")
     other = _unit("Encryption protects connections between servers.")
-    q, how = alter_question("Does compression reduce bandwidth?", answer, [other], {}, random.Random(0))
+    out = alter_question("Does compression reduce bandwidth?", answer, [other], {}, random.Random(0))
+    assert out is not None
+    q, how = out
     new = set(q.lower().rstrip("?").split()) - {"does", "compression", "reduce", "bandwidth"}
     assert how == "word" and len(new) == 1 and new <= {"encryption", "protects", "connections"}
     assert alter_question("What is it?", answer, [other], {}, random.Random(0)) is None

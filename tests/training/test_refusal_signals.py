@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -75,7 +76,7 @@ def test_asked_takes_each_question_as_ask_does_up_to_its_limit(
 ) -> None:
     kb.add([docs_dir])
     questions = tmp_path / "questions.jsonl"
-    rows = [
+    rows: list[dict[str, Any]] = [
         {"id": "q1", "question": "How many  jobs does the alpha queue hold?", "answerable": True},
         {"id": "q2", "question": "What colour is the moon's umbrella?", "answerable": False},
         {"id": "q3", "question": "How do I install the alpha package?", "answerable": True},
