@@ -9,11 +9,12 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from citeline.chunking import Chunker, ChunkingOptions, context_prefix
+from citeline.chunking import DEFAULT_TARGET_TOKENS, Chunker, ChunkingOptions, context_prefix
 from citeline.embedding import make_embedder
 from citeline.embedding.base import Embedder
 from citeline.ingest.formats.markdown import MarkdownParser
 from citeline.ingest.formats.text import TextParser
+from citeline.types import Chunk
 
 
 @pytest.fixture(scope="module")
@@ -21,12 +22,14 @@ def embedder() -> Embedder:
     return make_embedder("minilm-int8")
 
 
-def chunk_md(source: str, embedder: Embedder, **options: int) -> tuple[str, list]:  # type: ignore[type-arg]
+def chunk_md(
+    source: str, embedder: Embedder, target_tokens: int = DEFAULT_TARGET_TOKENS
+) -> tuple[str, list[Chunk]]:
     doc = MarkdownParser().parse(source.encode(), Path("doc.md"))
-    chunker = Chunker(
-        embedder.count_tokens,
-        ChunkingOptions(max_tokens=embedder.max_tokens, **{"unstructured": "windows", **options}),
+    options = ChunkingOptions(
+        target_tokens=target_tokens, max_tokens=embedder.max_tokens, unstructured="windows"
     )
+    chunker = Chunker(embedder.count_tokens, options)
     return doc.text, chunker.chunk(doc, "d" * 24)
 
 

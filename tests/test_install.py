@@ -17,8 +17,10 @@ from conftest import ROOT, SAMPLES
 LOCKS = ROOT / "requirements"
 EXTRA_LOCKS = ("server", "postgres", "ray", "local-llm")
 #: what issue 38 found in a 2.5 GB `make run`: none of it is needed to add and ask
-NOT_AT_RUN_TIME = ("ray", "playwright", "numba", "llvmlite", "matplotlib", "seaborn", "pandas", "mypy")
-NOT_AT_RUN_TIME += ("atheris", "torch", "xllamacpp", "fastapi", "pytest", "ruff", "pgserver")
+NOT_AT_RUN_TIME = (
+    *("ray", "playwright", "numba", "llvmlite", "matplotlib", "seaborn", "pandas", "mypy"),
+    *("atheris", "torch", "xllamacpp", "fastapi", "pytest", "ruff", "pgserver"),
+)
 
 _PIN = re.compile(r"^([A-Za-z0-9][A-Za-z0-9._-]*)==([^ ;\\]+)", re.MULTILINE)
 _HASH = re.compile(r"--hash=sha256:([0-9a-f]{64})")

@@ -16,6 +16,7 @@ import pytest
 import citeline
 from citeline.answer.context import assemble, compress, edge_order
 from citeline.kb import KnowledgeBase
+from citeline.query.analysis import Query
 from citeline.types import REFUSAL, Draft, DraftSentence, Passage
 from conftest import ADMIN
 
@@ -26,16 +27,18 @@ class ScriptedGenerator:
     name = "scripted"
     context_tokens = 4000
 
-    def __init__(self, sentences: list[tuple[str, tuple[int, ...]]], invented: tuple[int, ...] = ()) -> None:
+    def __init__(
+        self, sentences: Sequence[tuple[str, tuple[int, ...]]], invented: tuple[int, ...] = ()
+    ) -> None:
         self.sentences = sentences
         self.invented = invented
         self.calls = 0
 
-    def generate(self, question: str, passages: Sequence[Passage]) -> Draft:
+    def generate(self, question: Query | str, passages: Sequence[Passage]) -> Draft:
         self.calls += 1
         return Draft(tuple(DraftSentence(t, c) for t, c in self.sentences), invented_citations=self.invented)
 
-    def stream(self, question: str, passages: Sequence[Passage]) -> Iterator[str]:
+    def stream(self, question: Query | str, passages: Sequence[Passage]) -> Iterator[str]:
         self.calls += 1
         for text, cites in self.sentences:
             yield text + "".join(f" [{n}]" for n in cites) + " "

@@ -63,6 +63,13 @@ def _chunk_vector(store: SqliteStore, chunk_id: str) -> np.ndarray:
     return store.cached_vectors([text_hash(chunk.index_text)])[text_hash(chunk.index_text)]
 
 
+def _first_chunk(store: SqliteStore, source: str) -> str:
+    """The id of the first chunk of a document the test wrote."""
+    doc = store.find_document(source)
+    assert doc is not None, source
+    return store.document_chunks(doc.id)[0]
+
+
 def test_below_the_threshold_nothing_is_derived_and_the_log_stays_empty(tmp_path: Path) -> None:
     store = _store(tmp_path / "i", engine_min_chunks=10_000)
     _fill(store, 20)
@@ -208,13 +215,13 @@ def test_a_closed_writer_leaves_a_checkpoint_the_next_process_maps_and_can_still
     state = json.loads((tmp_path / "i" / "engines" / "vectors.json").read_text(encoding="utf-8"))
     again = _store(tmp_path / "i")
     assert state["position"] == log_position(again.conn)
-    probe = _chunk_vector(again, again.document_chunks(again.find_document("doc-00003.md").id)[0])
+    probe = _chunk_vector(again, _first_chunk(again, "doc-00003.md"))
     assert again.vector_search(probe, ADMIN, 3)
     vec = again._engines.vector
     assert vec is not None and vec.mapped
     rng = np.random.default_rng(9)
     again.replace_documents([_write(500, rng, np.stack([_unit(rng) for _ in range(4)]))])
-    new_chunk = again.document_chunks(again.find_document("doc-00500.md").id)[0]
+    new_chunk = _first_chunk(again, "doc-00500.md")
     assert again.vector_search(_chunk_vector(again, new_chunk), ADMIN, 1)[0][0] == new_chunk
     assert not vec.mapped  # read into memory to take the change
     assert again.check() == []

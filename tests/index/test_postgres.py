@@ -163,6 +163,7 @@ def test_a_writer_never_shows_readers_half_a_document(open_index: OpenIndex, tmp
         doc = writer.store.find_document("moving.md")
         assert doc is not None
         shapes[name] = frozenset(writer.store.document_chunks(doc.id))
+    assert doc is not None  # the document of the last version
     doc_id = doc.id
     other = writer.store.count_chunks(Filter.admin()) - len(shapes["b"])
     stop, errors, reads = threading.Event(), [], [0]
@@ -257,7 +258,9 @@ def test_check_finds_and_repairs_what_a_crash_or_a_hand_edit_leaves(pg_url: str)
     before = store.keyword_search("gamma detector", Filter.admin(), 10)
     assert store.check() == []
     with psycopg.connect(pg_url, autocommit=True) as conn:
-        seq = conn.execute("SELECT min(seq) FROM chunks").fetchone()[0]
+        row = conn.execute("SELECT min(seq) FROM chunks").fetchone()
+        assert row is not None and row[0] is not None  # the store holds chunks
+        seq = row[0]
         conn.execute("DELETE FROM postings WHERE seq = %s", (seq,))
         conn.execute("INSERT INTO postings VALUES ('nobody', 'gamma', 999999, 1, 1)")
         conn.execute("UPDATE counters SET value = value + 5 WHERE name = 'chunks'")

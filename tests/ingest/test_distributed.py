@@ -239,7 +239,7 @@ def test_a_ray_client_connection_that_fails_once_is_retried(monkeypatch: pytest.
         def shutdown(self) -> None:
             self.shutdowns += 1
 
-    monkeypatch.setattr(distributed.time, "sleep", lambda s: None)
+    monkeypatch.setattr(time, "sleep", lambda s: None)  # the back-off between _connect's tries
     once = FlakyRay(1)
     assert distributed._connect(once, "ray://127.0.0.1:1") is True
     assert (once.inits, once.shutdowns) == (2, 1)

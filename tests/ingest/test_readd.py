@@ -15,6 +15,7 @@ import pytest
 import citeline
 import citeline.ingest.pipeline as pipeline
 from citeline.filters import Filter
+from citeline.ingest.files import read_regular
 from citeline.kb import KnowledgeBase
 from citeline.types import Document
 
@@ -41,11 +42,10 @@ def _docs(folder: Path, n: int = 4, mtime: float | None = OLD) -> list[Path]:
 def reads(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     """The sources whose bytes the pipeline read."""
     seen: list[str] = []
-    real = pipeline.read_regular
 
     def counting(path: Path, source: str, limit: int) -> tuple[bytes, float]:
         seen.append(source)
-        return real(path, source, limit)
+        return read_regular(path, source, limit)
 
     monkeypatch.setattr(pipeline, "read_regular", counting)
     return seen
@@ -346,8 +346,9 @@ def _skim_case(tmp_path: Path, **change: Any) -> list[str]:
     stored state, stat, tags, ACL or ``done`` set is changed as ``change`` says."""
     from dataclasses import replace
 
+    from citeline.index.base import StoredFile
     from citeline.ingest.files import FileList, Sources
-    from citeline.ingest.readd import KnownFiles, StoredFile, pass_changed
+    from citeline.ingest.readd import KnownFiles, pass_changed
 
     p = tmp_path / "doc.md"
     _write(p, "# Doc\n\nText.\n")
