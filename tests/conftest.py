@@ -8,7 +8,7 @@ import shutil
 import subprocess
 import tempfile
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, NoReturn
 
@@ -127,38 +127,47 @@ def pg_url(pg_server: Any) -> Iterator[str]:
 #: the store backends that end-to-end tests run against (CITELINE_TEST_STORES=postgresql narrows a
 #: run, e.g. `make stress STRESS_STORES=postgresql`)
 STORES = tuple(os.environ.get("CITELINE_TEST_STORES", "sqlite,postgresql").split(","))
-OpenIndex = Callable[..., KnowledgeBase]
+
+
+class OpenIndex:
+    """Opens indexes of one store kind (``store``) by name: a folder, or a fresh PostgreSQL
+    database; ``location`` says where a name's index is, ``close`` closes them all (and drops the
+    databases)."""
+
+    def __init__(self, store: str, tmp_path: Path, server: Any) -> None:
+        self.store = store
+        self._tmp_path, self._server = tmp_path, server
+        self._opened: list[KnowledgeBase] = []
+        self._locations: dict[str, str] = {}
+
+    def location(self, name: str) -> str:
+        if name not in self._locations:
+            if self._server is None:
+                self._locations[name] = str(self._tmp_path / name)
+            else:
+                self._locations[name] = self._server.create_database(f"t_{uuid.uuid4().hex[:16]}")
+        return self._locations[name]
+
+    def __call__(self, name: str = "index", **overrides: Any) -> KnowledgeBase:
+        kb = citeline.open(self.location(name), **overrides)
+        self._opened.append(kb)
+        return kb
+
+    def close(self) -> None:
+        for kb in self._opened:
+            kb.close()
+        if self._server is not None:
+            for url in self._locations.values():
+                self._server.drop_database(url.rsplit("/", 1)[1])
 
 
 @pytest.fixture(params=STORES)
 def open_index(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[OpenIndex]:
-    """Opens indexes of one store kind by name (a folder, or a fresh PostgreSQL database); all are
-    closed (and the databases dropped) afterwards."""
-    opened: list[KnowledgeBase] = []
-    locations: dict[str, str] = {}
+    """An ``OpenIndex`` of each store kind; its indexes are closed afterwards."""
     server = request.getfixturevalue("pg_server") if request.param == "postgresql" else None
-
-    def location(name: str) -> str:
-        if name not in locations:
-            if server is None:
-                locations[name] = str(tmp_path / name)
-            else:
-                locations[name] = server.create_database(f"t_{uuid.uuid4().hex[:16]}")
-        return locations[name]
-
-    def make(name: str = "index", **overrides: Any) -> KnowledgeBase:
-        kb = citeline.open(location(name), **overrides)
-        opened.append(kb)
-        return kb
-
-    make.location = location  # type: ignore[attr-defined]
-    make.store = request.param  # type: ignore[attr-defined]
-    yield make
-    for kb in opened:
-        kb.close()
-    if server is not None:
-        for url in locations.values():
-            server.drop_database(url.rsplit("/", 1)[1])
+    opener = OpenIndex(request.param, tmp_path, server)
+    yield opener
+    opener.close()
 
 
 @pytest.fixture()

@@ -40,7 +40,17 @@ def document_write(
         index_text = f"{source} > {body}"
         start = len(text)
         chunks.append(
-            Chunk(f"{doc_id[:12]}-{j:012d}", doc_id, j, start, start + len(body), body, index_text, (), "p")
+            Chunk(
+                f"{doc_id[:12]}-{j:012d}",
+                doc_id,
+                j,
+                start,
+                start + len(body),
+                body,
+                index_text,
+                (),
+                "paragraph",
+            )
         )
         by_hash[text_hash(index_text)] = vec
         text += body + "\n\n"

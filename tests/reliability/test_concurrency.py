@@ -19,7 +19,6 @@ import sys
 import textwrap
 import threading
 import time
-from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
@@ -73,7 +72,7 @@ def assert_whole(quote: str, start: int, end: int, source: str) -> None:
 
 
 @pytest.fixture()
-def corpus(open_index: OpenIndex, tmp_path: Path) -> Iterator[tuple[KnowledgeBase, Path]]:
+def corpus(open_index: OpenIndex, tmp_path: Path) -> tuple[KnowledgeBase, Path]:
     """An index (of each store) of N_DOCS documents, and their folder."""
     docs = tmp_path / "docs"
     write_docs(docs, N_DOCS, version=0, paragraphs=8)

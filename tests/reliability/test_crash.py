@@ -20,6 +20,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import citeline
 from citeline.filters import Filter, Principal
@@ -63,7 +64,7 @@ def test_kill_during_ingest_again_and_again(open_index: OpenIndex, tmp_path: Pat
     first = cli(index, "add", str(docs), timeout=600)
     full = time.perf_counter() - t
     assert first.returncode == 0, first.stderr
-    figures = {
+    figures: dict[str, Any] = {
         "kills": 0,
         "killed_mid_run": 0,
         "killed_after_a_commit": 0,

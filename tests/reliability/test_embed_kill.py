@@ -18,6 +18,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import TypedDict
 
 import citeline
 from citeline.filters import Principal
@@ -25,8 +26,16 @@ from conftest import OpenIndex
 
 from .util import cli, cli_env, generation, report_figures, size, write_docs
 
+
+class Embedders(TypedDict):
+    """The embedder settings of a `citeline` subprocess (so `cli(..., **FULL)` type-checks)."""
+
+    CITELINE_EMBEDDER: str
+    CITELINE_FAST_EMBEDDER: str
+
+
 #: a slow full embedder (the pass takes seconds) beside the fast one of progressive indexing
-FULL = {"CITELINE_EMBEDDER": "minilm-int8", "CITELINE_FAST_EMBEDDER": "minilm-static"}
+FULL: Embedders = {"CITELINE_EMBEDDER": "minilm-int8", "CITELINE_FAST_EMBEDDER": "minilm-static"}
 
 
 def _status(index: str) -> dict[str, object]:

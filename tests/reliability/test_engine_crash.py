@@ -19,7 +19,7 @@ import time
 from pathlib import Path
 
 from citeline.filters import Filter
-from citeline.index.sqlite import DB_NAME
+from citeline.index.sqlite import DB_NAME, SqliteStore
 from citeline.settings import Settings
 from citeline.wiring import open_store
 
@@ -52,6 +52,7 @@ def _generation(index: Path) -> int:
 
 def _verify(index: Path, rng: random.Random) -> int:
     store = open_store(str(index), create=False)
+    assert isinstance(store, SqliteStore)  # a folder index: its engines are what this test checks
     store.configure(Settings(engine_min_chunks=0))
     try:
         assert store.check() == []

@@ -14,7 +14,7 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Collection, Iterator, Sequence
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
@@ -367,7 +367,10 @@ class FlakyEmbedder(HashingEmbedder):
     """The hashing embedder, failing (or lying) on chosen calls of embed()."""
 
     def __init__(
-        self, fail_calls: Sequence[int] = (), nan_calls: Sequence[int] = (), fail_texts: Sequence[str] = ()
+        self,
+        fail_calls: Collection[int] = (),
+        nan_calls: Collection[int] = (),
+        fail_texts: Sequence[str] = (),
     ) -> None:
         super().__init__()
         self.fail_calls, self.nan_calls, self.fail_texts = set(fail_calls), set(nan_calls), tuple(fail_texts)

@@ -215,7 +215,7 @@ def test_server_gone_mid_ingest(server: Server, tmp_path: Path, how: str) -> Non
     first = write_docs(docs, 4)
     _add(url, docs)
     versions = {n: {t} for n, t in first.items()}
-    figures = {"rounds": 0, "exit_4": 0, "checks_passed": 0, "documents_after_restart": []}
+    figures: dict[str, Any] = {"rounds": 0, "exit_4": 0, "checks_passed": 0, "documents_after_restart": []}
     for round_ in range(1, rounds + 1):
         # enough files that the add is still writing when the server goes, even on a busy machine
         for n, t in write_docs(docs, 64, version=round_, paragraphs=10).items():

@@ -74,17 +74,17 @@ def test_a_file_swapped_for_a_pipe_after_the_walk_is_refused_without_blocking(
     hkb: KnowledgeBase, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     import citeline.ingest.pipeline as pipeline
+    from citeline.ingest.files import read_regular
 
     docs = tmp_path / "d"
     write_docs(docs, 1)
     target = docs / "report-000.md"
-    real = pipeline.read_regular
 
     def swap(path: str, source: str, limit: int) -> tuple[bytes, float]:
         if Path(path) == target:  # it was a file when the walk looked at it; a pipe when opened
             target.unlink()
             os.mkfifo(target)
-        return real(path, source, limit)
+        return read_regular(path, source, limit)
 
     monkeypatch.setattr(pipeline, "read_regular", swap)
     report = hkb.add([docs])

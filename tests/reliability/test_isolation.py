@@ -327,7 +327,7 @@ def test_mcp_tools(indexes: dict[str, KnowledgeBase], servers: dict[str, tuple[s
 
     secret = indexes["mixed"].store.find_document("finance/merger.md")
     assert secret is not None
-    calls = [
+    calls: list[tuple[str, dict[str, Any]]] = [
         ("search", {"query": QUERIES[0], "k": 20}),
         ("ask", {"question": QUERIES[0]}),
         ("list_documents", {"limit": 500}),

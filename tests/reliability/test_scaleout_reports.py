@@ -29,8 +29,7 @@ def test_a_missing_password_is_a_login_error_not_unavailable(pg_url: str, tmp_pa
     """README: a wrong password or database is exit code 1 (trying again will not help); a
     missing one was exit 4, "cannot be reached now ... run again"."""
     url = _without_password(pg_url)
-    env = {"PGPASSFILE": str(tmp_path / "no-pgpass"), "PGPASSWORD": ""}
-    proc = cli(url, "status", **env)
+    proc = cli(url, "status", PGPASSFILE=str(tmp_path / "no-pgpass"), PGPASSWORD="")
     assert proc.returncode == 1, proc.stderr
     assert "refused the login (fe_sendauth: no password supplied)" in proc.stderr
     assert "~/.pgpass or PGPASSWORD" in proc.stderr and "cannot be reached" not in proc.stderr

@@ -99,11 +99,11 @@ def generation(index: Index) -> int:
     from citeline.index.sqlite import DB_NAME
 
     try:
-        conn = sqlite3.connect(f"file:{Path(index) / DB_NAME}?mode=ro", uri=True, timeout=5)
+        db = sqlite3.connect(f"file:{Path(index) / DB_NAME}?mode=ro", uri=True, timeout=5)
         try:
-            row = conn.execute("SELECT value FROM meta WHERE key = 'generation'").fetchone()
+            row = db.execute("SELECT value FROM meta WHERE key = 'generation'").fetchone()
         finally:
-            conn.close()
+            db.close()
     except sqlite3.Error:
         return -1
     return int(row[0]) if row else 0
