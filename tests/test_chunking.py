@@ -9,7 +9,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from citeline.chunking import DEFAULT_TARGET_TOKENS, Chunker, ChunkingOptions, context_prefix
+from citeline.chunking import Chunker, ChunkingOptions, context_prefix
+from citeline.chunking.chunker import DEFAULT_TARGET_TOKENS
 from citeline.embedding import make_embedder
 from citeline.embedding.base import Embedder
 from citeline.ingest.formats.markdown import MarkdownParser

@@ -13,13 +13,13 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from citeline.chunking import GAP_SIMILARITIES, Chunker, ChunkingOptions, has_structure
+from citeline.chunking.topic_cuts import lexical_gap_similarities, semantic_cuts, vector_gap_similarities
 from citeline.embedding import make_embedder
 from citeline.embedding.base import Embedder
 from citeline.errors import ConfigError
 from citeline.ingest.formats.markdown import MarkdownParser
 from citeline.ingest.formats.text import TextParser
 from citeline.settings import load_settings
-from citeline.topic_cuts import lexical_gap_similarities, semantic_cuts, vector_gap_similarities
 
 BREAD = [
     "Sourdough bread rises with a starter of wild yeast and lactic acid bacteria.",

@@ -74,7 +74,7 @@ def passage_units(text: str, offset: int = 0, table_header: str = "") -> list[Un
 
 def chunk_units(chunk: Chunk) -> list[Unit]:
     """The units of a chunk; a piece of a split table reads its rows under the header row that
-    its indexed text repeats (chunking.py)."""
+    its indexed text repeats (chunking/chunker.py)."""
     return passage_units(chunk.text, chunk.start, table_header(chunk))
 
 

@@ -26,7 +26,6 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
             "citeline.terminal",
             "citeline.types",
             "citeline.page_labels",
-            "citeline.topic_cuts",
             "citeline.filters",
             "citeline.chat",
             "citeline.text",

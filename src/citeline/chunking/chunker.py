@@ -44,14 +44,14 @@ from typing import Literal, cast
 
 import numpy as np
 
-from citeline.settings import UNSTRUCTURED_MODES, Settings
-from citeline.text.sentences import sentence_spans
-from citeline.topic_cuts import (
+from citeline.chunking.topic_cuts import (
     lexical_gap_similarities,
     semantic_cuts,
     sentence_head,
     vector_gap_similarities,
 )
+from citeline.settings import UNSTRUCTURED_MODES, Settings
+from citeline.text.sentences import sentence_spans
 from citeline.types import Block, BlockKind, Chunk, ParsedDocument
 
 TokenCounter = Callable[[Sequence[str]], list[int]]

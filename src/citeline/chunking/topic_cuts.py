@@ -1,4 +1,4 @@
-"""Where flat text is cut by topic (chunking.py, ``chunk_unstructured`` lexical or semantic): the
+"""Where flat text is cut by topic (chunking/chunker.py, ``chunk_unstructured`` lexical or semantic): the
 similarity of the two sentences before each sentence gap with the two after (by TF-IDF, or by
 sentence vectors), and the choice of cuts from those similarities. Pure functions."""
 
