@@ -1,0 +1,191 @@
+"""A span head on the packaged encoder (issue 34, item 5): where in the unit is the asked value,
+or nowhere (the null answer at [CLS], as in SQuAD 2.0)? Measured like continue_reader.py.
+
+    ~/.cache/citeline/train-venv/bin/python -m training.span_reader --data ~/.cache/citeline/train/answers \
+        --train aptitude,borg,docker,openssh --eval gnuplot --out DIR
+
+A pair classifier taught "the unit names the topic" (continue_reader.py's variants); a span head must
+point at the value itself, so a unit that restates the question has nothing to point at. Positives
+are the answering units with the gold string's token span; every other unit points at [CLS]. A unit's
+score is the best span's start + end logits minus the null's (sigmoid of it for the figures).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import time
+from pathlib import Path
+from typing import Any
+
+import torch
+from torch import nn
+
+from training.continue_reader import PREFIXES, from_packaged, load, measure, thinned
+from training.train import batches, tokenizer
+
+ROOT = Path(__file__).resolve().parents[1]
+MAX_SPAN = 30  # tokens
+
+
+def gold_answers() -> dict[str, list[str]]:
+    out: dict[str, list[str]] = {}
+    for path in (ROOT / "evalsets").glob("*/dev*.jsonl"):
+        for line in path.read_text(encoding="utf-8").splitlines():
+            if line.strip():
+                row = json.loads(line)
+                out[row["id"]] = list(row.get("answers") or [])
+    return out
+
+
+class SpanReader(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.encoder = from_packaged()
+        self.span = nn.Linear(self.encoder.head.in_features, 2)
+
+    def forward(self, ids: torch.Tensor, mask: torch.Tensor, types: torch.Tensor) -> torch.Tensor:
+        e = self.encoder
+        positions = torch.arange(ids.shape[1]).unsqueeze(0)
+        x = e.embed_norm(e.word(ids) + e.position(positions) + e.token_type(types))
+        bias = (1.0 - mask[:, None, None, :].to(x.dtype)) * -10000.0
+        for layer in e.layers:
+            x = layer(x, bias)
+        logits = self.span(x)  # (batch, tokens, 2)
+        allowed = (types == 1) & (mask == 1)
+        allowed[:, 0] = True  # [CLS]: the null answer
+        return logits.masked_fill(~allowed[..., None], -1e4)
+
+
+def encode(tok: Any, rows: list[dict[str, Any]], answers: dict[str, list[str]]) -> list[dict[str, Any]]:
+    out = []
+    for r, enc in zip(
+        rows, tok.encode_batch([(PREFIXES["reader"] + r["a"], r["b"]) for r in rows]), strict=True
+    ):
+        start = end = 0
+        if r["label"] == 1:
+            low = r["b"].casefold()
+            for answer in answers.get(r["qid"], []):
+                at = low.find(answer.casefold())
+                if at < 0:
+                    continue
+                toks = [
+                    i
+                    for i, (seq, (a, b)) in enumerate(zip(enc.sequence_ids, enc.offsets, strict=True))
+                    if seq == 1 and a < at + len(answer) and b > at
+                ]
+                if toks:
+                    start, end = toks[0], toks[-1]
+                    break
+        out.append({"ids": enc.ids, "types": enc.type_ids, "start": start, "end": end})
+    return out
+
+
+def collate(enc: list[dict[str, Any]], idx: list[int]) -> tuple[torch.Tensor, ...]:
+    n = max(len(enc[i]["ids"]) for i in idx)
+    ids = torch.zeros((len(idx), n), dtype=torch.long)
+    types = torch.zeros_like(ids)
+    mask = torch.zeros_like(ids)
+    for row, i in enumerate(idx):
+        k = len(enc[i]["ids"])
+        ids[row, :k] = torch.tensor(enc[i]["ids"])
+        types[row, :k] = torch.tensor(enc[i]["types"])
+        mask[row, :k] = 1
+    starts = torch.tensor([enc[i]["start"] for i in idx])
+    ends = torch.tensor([enc[i]["end"] for i in idx])
+    return ids, mask, types, starts, ends
+
+
+@torch.no_grad()
+def scores(model: SpanReader, enc: list[dict[str, Any]]) -> list[float]:
+    """Best span (start <= end < start + MAX_SPAN) minus the null answer, as a probability."""
+    model.eval()
+    out = [0.0] * len(enc)
+    order = sorted(range(len(enc)), key=lambda i: len(enc[i]["ids"]))
+    for lo in range(0, len(order), 64):
+        idx = order[lo : lo + 64]
+        ids, mask, types, _, _ = collate(enc, idx)
+        logits = model(ids, mask, types)
+        s, e = logits[..., 0], logits[..., 1]
+        pair = s[:, :, None] + e[:, None, :]
+        n = pair.shape[1]
+        band = torch.ones(n, n).triu().tril(MAX_SPAN - 1).bool()
+        band[0, :] = False
+        band[:, 0] = False
+        best = pair.masked_fill(~band, -1e4).flatten(1).max(1).values
+        null = s[:, 0] + e[:, 0]
+        for i, v in zip(idx, (best - null).tolist(), strict=True):
+            out[i] = 1.0 / (1.0 + math.exp(-max(-50.0, min(50.0, v))))
+    return out
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--data", type=Path, required=True)
+    p.add_argument("--train", required=True)
+    p.add_argument("--eval", required=True)
+    p.add_argument("--out", type=Path, required=True)
+    p.add_argument("--epochs", type=int, default=2)
+    p.add_argument("--lr", type=float, default=3e-5)
+    p.add_argument("--seed", type=int, default=13)
+    args = p.parse_args()
+    torch.set_num_threads(2)
+    torch.manual_seed(args.seed)
+    args.out.mkdir(parents=True, exist_ok=True)
+    tok = tokenizer(128)
+    answers = gold_answers()
+    train = [
+        r
+        for r in thinned(load(args.data, args.train.split(",")), 5, 3, 0.0, args.seed)
+        if r["task"] == "reader"
+    ]
+    held = [r for r in load(args.data, args.eval.split(",")) if r["task"] == "reader"]
+    enc = encode(tok, train, answers)
+    model = SpanReader()
+    plan = [
+        b
+        for e in range(args.epochs)
+        for b in batches([(x["ids"], x["types"]) for x in enc], 32, args.seed + e)
+    ]
+    opt = torch.optim.AdamW(model.parameters(), lr=args.lr, weight_decay=0.01)
+    loss_fn = nn.CrossEntropyLoss()
+    model.train()
+    started = time.perf_counter()
+    for step, idx in enumerate(plan, 1):
+        ids, mask, types, starts, ends = collate(enc, idx)
+        logits = model(ids, mask, types)
+        loss = loss_fn(logits[..., 0], starts) + loss_fn(logits[..., 1], ends)
+        opt.zero_grad()
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+        opt.step()
+        if step % 25 == 0 or step == len(plan):
+            rate = step * 32 / (time.perf_counter() - started)
+            print(
+                json.dumps(
+                    {
+                        "step": step,
+                        "of": len(plan),
+                        "loss": round(loss.item(), 4),
+                        "pairs_per_s": round(rate, 1),
+                    }
+                ),
+                flush=True,
+            )
+    for r, v in zip(held, scores(model, encode(tok, held, answers)), strict=True):
+        r["span"] = v
+    report = {
+        "train": args.train,
+        "eval": args.eval,
+        "pairs": len(train),
+        "steps": len(plan),
+        "v1": measure(held, "v1"),
+        "span": measure(held, "span"),
+    }
+    (args.out / "report.json").write_text(json.dumps(report, indent=2) + "\n")
+    print(json.dumps(report, indent=2))
+
+
+if __name__ == "__main__":
+    main()
