@@ -186,7 +186,9 @@ class ExtractiveGenerator:
             extra = units_at[len(candidates) + j]
             sims[i] = max(sims[i], float(extra @ vectors[0]), float(extra @ vectors[1]) if asking else 0.0)
         if leading:
-            sims = _entry_similarity(candidates, sims)
+            # the floor too: a right value line is not refused for resembling no question
+            # ("Default: -200" under "How much to reward leaving a Recommends unresolved")
+            sims, whole = _entry_similarity(candidates, sims), _entry_similarity(candidates, whole)
         weights = query.weights or None
         kind = expected_type(query.text)
         codes = exact_codes(query)

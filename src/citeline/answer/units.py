@@ -337,7 +337,15 @@ def never_an_answer(text: str) -> bool:
         # a lead-in that stops mid-sentence ("... can be removed by") without what it introduces;
         # one that ends with a colon is a sentence, and often names the answer itself
         return True
+    if _CAPTION.fullmatch(text.strip()):
+        return True
     return _POINTER.match(text) is not None and len(text.split()) <= POINTER_WORDS
+
+
+# A caption's label alone ("Figure 2.7.", "Table 3"): a number that answers nothing
+_CAPTION = re.compile(
+    r"(?:figure|fig\.|table|example|listing|chapter|section|step)\s+[\d.]+[a-z]?\.?", re.IGNORECASE
+)
 
 
 # A short line that names what the paragraph after it describes: an option line ("-n",
