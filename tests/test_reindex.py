@@ -17,6 +17,7 @@ from citeline.errors import EXIT_REGRESSION, EmbedderMismatchError, SwapRefusedE
 from citeline.eval.answers import load_golden
 from citeline.eval.shadow import Rollout, ShadowComparison, compared_reindex
 from citeline.filters import Filter
+from citeline.kb import KnowledgeBase
 from conftest import ADMIN, OpenIndex
 
 
@@ -43,24 +44,33 @@ def test_reindex_swaps_embedder_and_keeps_serving(tmp_path: Path, docs_dir: Path
     assert len(report.added) == 1
 
 
+def _serves_with(kb: KnowledgeBase, name: str, dim: int) -> None:
+    info = kb.store.embedder_info()
+    assert info is not None and (info.name, info.dim) == (name, dim)
+    report = kb.check()
+    assert report.ok, report.problems
+    stats = kb.store.stats()
+    assert stats["vectors"] == stats["chunks"]  # one vector per chunk text, of this embedder
+    question = "ZX-7781 alpha queue full"
+    assert len(kb.store.vector_search(kb.embedder.embed([question])[0], Filter.admin(), 3)) == 3
+    assert kb.search(question, ADMIN, k=1)[0].source.endswith("alpha.md")
+
+
 def test_reindex_to_another_width_and_back_on_every_store(open_index: OpenIndex, docs_dir: Path) -> None:
     # minilm-int8 has 384 dimensions, minilm-static 256: on PostgreSQL the swap rebuilds the HNSW
     # index in its transaction, where the rows' previous versions still hold the old vectors
     kb = open_index("index")
     kb.add([docs_dir])
-    question = "ZX-7781 alpha queue full"
-    for name, dim in (("minilm-static", 256), ("minilm-int8", 384)):
-        result = kb.reindex(name)
-        assert result["embedder"] == name and result["embedded"] == result["chunks"] > 0
-        info = kb.store.embedder_info()
-        assert info is not None and (info.name, info.dim) == (name, dim)
-        report = kb.check()
-        assert report.ok, report.problems
-        stats = kb.store.stats()
-        assert stats["vectors"] == stats["chunks"]  # one vector per chunk text, of the new embedder
-        dense = kb.store.vector_search(kb.embedder.embed([question])[0], Filter.admin(), 3)
-        assert len(dense) == 3
-        assert kb.search(question, ADMIN, k=1)[0].source.endswith("alpha.md")
+    result = kb.reindex("minilm-static")  # through the API, then back through the CLI
+    assert result["embedder"] == "minilm-static" and result["embedded"] == result["chunks"] > 0
+    _serves_with(kb, "minilm-static", 256)
+    env = {**os.environ, "CITELINE_INDEX": open_index.location("index")}
+    for args in (["reindex", "--embedder", "minilm-int8"], ["check"]):
+        done = subprocess.run(
+            [sys.executable, "-m", "citeline", *args], capture_output=True, text=True, env=env, timeout=600
+        )
+        assert done.returncode == 0, (args, done.stderr)
+    _serves_with(open_index("index"), "minilm-int8", 384)
 
 
 def test_asking_for_another_embedder_is_refused(
