@@ -30,7 +30,7 @@ _NUMBER = re.compile(
 # A statement of the default: "(default: 1000)", "defaults to", "by default", "The default is",
 # "if not specified, ...", "unless set otherwise", "initially", "is assumed"
 _DEFAULT = re.compile(
-    r"\bdefault(?:s|ed)?\b|\bout of the box\b|\b(?:if|when) (?:[\w.-]+ ){0,3}?(?:is |are )?(?:not|no|unset|"
+    r"\bdefault(?:s|ed)?\b|\bout of the box\b|\b(?:if|when) (?:[\w.-]+ ){0,5}?(?:is |are )?(?:not|no|unset|"
     r"omitted|absent|missing|left (?:out|empty|unset)|none|empty|unspecified)\b|\bunless\b|"
     r"\binitial(?:ly)?\b|\bimplicit(?:ly)?\b|\bassumed?\b|\bnormally\b|\bfalls? back\b|\botherwise\b",
     _I,
@@ -88,6 +88,29 @@ _UNIT = re.compile(
 )
 
 
+# Digits that are part of a name, not an amount: "X11", "sha256", "IPv6", "sshd(8)", "RFC4716"
+_NAMED_DIGITS = re.compile(r"\b[A-Za-z_][A-Za-z_-]*\d[\w-]*|\w\(\d[a-z]?\)")
+
+
+def _has_number(text: str) -> bool:
+    return _NUMBER.search(_NAMED_DIGITS.sub(" ", text)) is not None
+
+
+# A literal value: a number, a name, a quoted string, or a word that is a setting's value
+_LITERAL = re.compile(
+    r"[\"'“‘`]\S|(?:\b(?:is|are|to|be)|:)\s+(?:yes|no|on|off|true|false|enabled|disabled|none|unset|empty|"
+    r"unlimited|auto)\b",
+    _I,
+)
+
+
+def states_literal(text: str) -> bool:
+    """Whether ``text`` holds a literal value (a number, an identifier, a quoted string, yes/no
+    words): "Default settings: set history size 500" rather than "By default the history command
+    prints a line number"."""
+    return _has_number(text) or _IDENTIFIER.search(text) is not None or _LITERAL.search(text) is not None
+
+
 def states_value(slot: Slot, text: str) -> bool:
     """Whether ``text`` states a value of the kind ``slot`` asks for (the context not counted)."""
     attribute = slot.attribute
@@ -96,20 +119,19 @@ def states_value(slot: Slot, text: str) -> bool:
     if attribute == "default":
         return _DEFAULT.search(text) is not None
     if attribute == "maximum":
-        return _MAXIMUM.search(text) is not None and _NUMBER.search(text) is not None
+        return _MAXIMUM.search(text) is not None and _has_number(text)
     if attribute == "minimum":
-        return _MINIMUM.search(text) is not None and _NUMBER.search(text) is not None
+        return _MINIMUM.search(text) is not None and _has_number(text)
     if attribute == "version":
         return _VERSION_VALUE.search(text) is not None and _VERSION_CUE.search(text) is not None
     if attribute == "quantity":
-        return _NUMBER.search(text) is not None
+        return _has_number(text)
     if attribute == "which":
         shaped = _SORTS.get(slot.sort)
         return (shaped or _IDENTIFIER).search(text) is not None
     if attribute == "recommended":
-        return (
-            _ADVICE.search(text) is not None
-            and (_NUMBER.search(text) or _IDENTIFIER.search(text)) is not None
+        return _ADVICE.search(text) is not None and (
+            _has_number(text) or _IDENTIFIER.search(text) is not None
         )
     if attribute == "when":
         return can_answer("date", text) and _says(slot, text)
@@ -150,7 +172,9 @@ def bound_to_subject(slot: Slot, text: str) -> bool:
 def _mentions(name: str, text: str) -> bool:
     # "postconf(5)" is also written "postconf"; "-n" must not match inside "--no-x" or "an-n"
     base = re.sub(r"\(\d[a-z]?\)$", "", name)
-    return re.search(rf"(?<![\w-]){re.escape(base)}(?![\w])", text) is not None
+    # a word's inflections name it too ("fcntl-lock" in "will be fcntl-locked")
+    inflected = r"(?:e?s|e?d|ing)?" if base[-1:].isalpha() and len(base) > 3 else ""
+    return re.search(rf"(?<![\w-]){re.escape(base)}{inflected}(?![\w])", text) is not None
 
 
 def bears(slot: Slot, text: str, context: str) -> bool:

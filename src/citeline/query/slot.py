@@ -106,8 +106,10 @@ _RULES: tuple[tuple[Attribute, re.Pattern[str]], ...] = (
         re.compile(
             r"\bdefaults?\b|\bout of the box\b|\bif (?:i|you|we) (?:don't|do not|didn't|never) "
             r"(?:set|give|name|specify|configure|change|pass|use)|\bunless (?:i|you) (?:set|configure|change|pass|"
-            r"give|use)|\bunless told otherwise\b|\bwithout (?:--?[A-Za-z][\w-]*|passing|giving|specifying)\b|"
+            r"give|use)|\bunless told otherwise\b|"
+            r"\bwithout (?:--?[A-Za-z][\w-]*|passing|giving|specifying|naming|setting|configuring|choosing)\b|"
             r"\bif (?:it is |it's )?(?:not set|unset|omitted|left (?:empty|unset))\b|"
+            r"\b(?:is|are) (?:not (?:set|configured|specified|given|passed)|unset|omitted|left (?:empty|unset|out))\b|"
             r"\b(?:if|when) (?:none|nothing|no \w+) (?:is|are) (?:given|set|specified|configured|passed)\b|"
             r"\bunless (?:specified|set|given|configured)\b|\bwithout (?:any )?"
             r"(?:configuration|setting it)\b",
