@@ -65,6 +65,17 @@ from ._passages import make_passages
             False,
         ),
         ("What cache size is recommended for a 10 TB repository?", "The default is 1 GB.", False),
+        # how to do it: a command, an option, a setting as it is typed
+        ("How do I make the whiskers span 95% of the points?", "set style boxplot fraction 0.95", True),
+        (
+            "How do I make the whiskers span 95% of the points?",
+            "By default the whiskers extend 1.5 times.",
+            False,
+        ),
+        ("How do I keep one parameter fixed?", "varname = value # FIXED", True),
+        ("How do I print one flat list?", "You can disable this via --group-by=none", True),
+        ("What must I run before plotting floats?", "First use the command set rgbmax 1.0.", True),
+        ("What must I run before plotting floats?", "Some RGB components are floating point values.", False),
         # other questions are not decided by a value
         ("Why does the howto prefer pcre tables?", "They are faster.", True),
     ],
@@ -205,3 +216,32 @@ def test_a_name_is_mentioned_by_its_inflections(name: str, text: str, expected: 
     from citeline.answer.bearing import _mentions
 
     assert _mentions(name, text) is expected
+
+
+@pytest.mark.parametrize(
+    ("question", "context", "expected"),
+    [
+        # no subject named: a value's context must be about the question's other words
+        (
+            "What is the maximum number of principals one certificate can list?",
+            "-d Debug mode. Causes ssh-keygen to print debugging messages. Multiple -d options increase verbosity.",
+            False,
+        ),
+        (
+            "What is the maximum number of principals one certificate can list?",
+            "-n principals: Specify one or more principals to be included in a certificate.",
+            True,
+        ),
+        (
+            "How many lines of command history does gnuplot keep in its history file by default?",
+            "history > When leaving gnuplot the value of history size limits the lines saved to the history file.",
+            True,
+        ),
+    ],
+)
+def test_a_value_without_a_named_subject_is_bound_to_the_questions_topic(
+    question: str, context: str, expected: bool
+) -> None:
+    from citeline.query.analysis import analyze
+
+    assert bound_to_subject(analyze(question).slot, context) is expected

@@ -13,6 +13,7 @@ import re
 from collections.abc import Sequence
 
 from citeline.answer.answer_type import can_answer
+from citeline.answer.relevance import evidence_words, term_present
 from citeline.answer.units import binding_contexts, chunk_units, never_an_answer
 from citeline.query.slot import Slot
 from citeline.types import Chunk, Hit, Passage
@@ -63,6 +64,22 @@ _IDENTIFIER = re.compile(
     r"(?<![\w.])/[\w.-]+/[\w./-]*|\b[A-Z][A-Z0-9_]{2,}\b|\b\w+\s?=\s?\S|\b[A-Z]\w*[a-z]\w*[A-Z]\w*\b|"
     # a flag's or a setting's label opening the unit: "R: Prepend ...", "maxproc: ..."
     r"^[A-Za-z]:\s|^[a-z]\w*[_.-][\w.-]*:\s"
+)
+
+
+# A line as it is typed: a command with its arguments ("set style boxplot fraction 0.95"), a
+# comment marker ("value # FIXED"), a prompt ("$ docker ps")
+_TYPED = re.compile(
+    r"^\s*(?:[$#>]\s|[a-z][\w.-]* (?:[\w.=,:/-]+ ){0,6}[\w.=,:/-]*\d[\w.]*\s*$)|\s#\s*[A-Z]{3,}", re.MULTILINE
+)
+
+
+# What a how-to answer names: an option, name=value, a `literal`, a snake_case or dotted name, a
+# path, or a command after the verb that runs it ("first use the command set rgbmax 1.0"); not
+# an acronym ("RGB components")
+_COMMAND = re.compile(
+    r"(?<![\w-])--?[A-Za-z][\w-]*|\b\w+\s?=\s?\S|`[^`]+`|[A-Za-z_]\w*(?:[._]\w+)+|(?<![\w.])/[\w.-]+/|"
+    r"\b(?:command|run|use|type|execute|enter|invoke)\s+[`'\"‘“]?[a-z][\w.-]*\s+[\w.-]+"
 )
 
 
@@ -133,6 +150,9 @@ def states_value(slot: Slot, text: str) -> bool:
         return _ADVICE.search(text) is not None and (
             _has_number(text) or _IDENTIFIER.search(text) is not None
         )
+    if attribute == "procedure":
+        # how to do it: a command, an option, a setting written as it is typed
+        return _COMMAND.search(text) is not None or _TYPED.search(text) is not None
     if attribute == "when":
         return can_answer("date", text) and _says(slot, text)
     if attribute in ("who", "where"):
@@ -163,10 +183,22 @@ def _says(slot: Slot, text: str) -> bool:
 def bound_to_subject(slot: Slot, text: str) -> bool:
     """Whether ``text`` (a unit with its context) names the subject, or the slot names none."""
     named = slot.subject or slot.names
-    if not named:
-        return True
     lowered = text.lower()
+    if not named:
+        return _about_topic(slot.topic, lowered)
     return any(_mentions(name.lower().strip("`"), lowered) for name in named)
+
+
+# Share of the question's topic words a value's context must use when the question names no
+# subject ("Maximum is 3." under ssh-keygen's -d is no limit on a certificate's principals)
+TOPIC_SHARE = 1 / 3
+
+
+def _about_topic(topic: Sequence[str], lowered: str) -> bool:
+    if not topic:
+        return True
+    words = evidence_words(lowered)
+    return sum(term_present(t, words, lowered) for t in topic) >= TOPIC_SHARE * len(topic)
 
 
 def _mentions(name: str, text: str) -> bool:

@@ -41,6 +41,13 @@ _GENERIC_NOUNS = frozenset(
     "option error code line tier plan stage day week month year room floor building".split()
 )
 # "30,000": one number, not the terms "30" and "000"
+# Words that say what is asked (a default, a limit, a version), not what it is about
+ASKING_WORDS = frozenset(
+    """default defaults maximum max minimum min limit limits version versions release value values
+    unless otherwise configured configure set setting change specify specified give given name named
+    pass told anything nothing left unset omitted first kind sort type happens happen mean means
+    long often big large small exactly number amount count one without cannot asked ask naming""".split()
+)
 # A configuration name written in CamelCase ("MaxSolutions", "PerSourceMaxStartups"): as exact as a
 # snake_case one, so a question naming one that no passage mentions is not about these documents
 _CAMEL_CASE = re.compile(r"\b[A-Z][a-z]+(?:[A-Z][a-z0-9]+)+\b|\b[a-z]+(?:[A-Z][a-z0-9]+)+\b")
@@ -122,7 +129,11 @@ def analyze(question: str | Query) -> Query:
         years=frozenset(_YEAR.findall(asking)),
         unknown=tuple(unknown_words(t for t in focus_terms if t not in known)),
         qualifiers=tuple(qualifiers),
-        slot=replace(asked_slot(asking), names=tuple(n for n in names if not n.isdigit())),
+        slot=replace(
+            asked_slot(asking),
+            names=tuple(n for n in names if not n.isdigit()),
+            topic=tuple(t for t in focus_terms if t not in ASKING_WORDS and t not in known),
+        ),
     )
 
 

@@ -236,6 +236,10 @@ class Slot:
     #: a question that names no identifier names its subject by proper names ("the resolver's
     #: Infinity score", "a Milter"): a value is bound to one of them, else to nothing
     names: tuple[str, ...] = ()
+    #: the question's other content words ("principals", "certificate" in "What is the maximum
+    #: number of principals one certificate can list?"): with no subject or name, a value is bound
+    #: to what its context says about them
+    topic: tuple[str, ...] = ()
 
     @property
     def wants_value(self) -> bool:
