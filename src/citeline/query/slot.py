@@ -146,7 +146,8 @@ _RULES: tuple[tuple[Attribute, re.Pattern[str]], ...] = (
             r"methods?|class(?:es)?|attributes?|fields?|arguments?|propert(?:y|ies)|modules?|tables?|"
             r"librar(?:y|ies)|packages?|headers?|signals?|groups?|accounts?|services?|macros?|"
             r"features?|endpoints?|env(?:ironment)? variables?|switch(?:es)?|subcommands?|"
-            r"utilit(?:y|ies)|action|argument|syntax)\b",
+            r"utilit(?:y|ies)|action|argument|syntax|protocols?|drivers?|criteri(?:a|on)|formats?|modes?|"
+            r"ciphers?|algorithms?|(?:search )?terms?|patterns?|codes?)\b",
             _I,
         ),
     ),
