@@ -224,8 +224,11 @@ class Prefilter:
         from citeline.answer.relevance import weighted_coverage
         from citeline.embedding.memo import remembered
 
-        vectors = remembered(self.embedder, [query.text] + [c.model_text for c in found])
-        sims = vectors[1:] @ vectors[0]
+        embedded = [embedded_texts(c) for c in found]
+        texts = list(dict.fromkeys([query.text, *(t for ts in embedded for t in ts)]))
+        vectors = remembered(self.embedder, texts)
+        row = {t: i for i, t in enumerate(texts)}
+        sims = [composed(vectors[[row[t] for t in ts]]) @ vectors[0] for ts in embedded]
         weights = query.weights or None
         scores = [
             0.55 * float(sim) + 0.45 * weighted_coverage(query.terms, c.model_text, weights)
@@ -233,6 +236,23 @@ class Prefilter:
         ]
         order = sorted(range(len(found)), key=lambda i: (-scores[i], i))
         return [found[i] for i in order]
+
+
+def embedded_texts(candidate: Candidate) -> tuple[str, ...]:
+    """What the prefilter embeds for a candidate: its text, or for a window of two sentences the
+    texts of the two sentences (each one a candidate of its own, and a unit the extractive
+    generator embeds too), whose vectors are composed: a window costs no embedding of its own."""
+    if candidate.unit.kind != "window":
+        return (candidate.model_text,)
+    *_, first, second = candidate.parts
+    return tuple(f"{candidate.context}: {u.text}" if candidate.context else u.text for u in (first, second))
+
+
+def composed(vectors: npt.NDArray[np.float32]) -> npt.NDArray[np.float32]:
+    """One unit vector for the rows of ``vectors`` (unit vectors): their normalised sum."""
+    total = vectors.sum(axis=0, dtype=np.float32)
+    norm = float(np.linalg.norm(total))
+    return np.asarray(total / norm if norm > 0 else total, dtype=np.float32)
 
 
 def reader_factory(context: BuildContext | None, argument: str | None) -> Reader:
