@@ -190,7 +190,7 @@ class Reader:
 
     name = "citeline"
 
-    def __init__(self, model: CrossEncoderModel, limit: int = 20, prefilter: Prefilter | None = None) -> None:
+    def __init__(self, model: CrossEncoderModel, limit: int = 12, prefilter: Prefilter | None = None) -> None:
         self.model = model
         self.limit = limit
         self.prefilter = prefilter
@@ -258,7 +258,7 @@ def composed(vectors: npt.NDArray[np.float32]) -> npt.NDArray[np.float32]:
 def reader_factory(context: BuildContext | None, argument: str | None) -> Reader:
     """``citeline`` (the packaged model) or ``citeline:DIR`` (another export of it)."""
     folder = Path(argument).expanduser() if argument else PACKAGED
-    limit = context.settings.reader_units if context is not None else 20
+    limit = context.settings.reader_units if context is not None else 12
     prefilter = Prefilter(context.embedder) if context is not None else None
     return Reader(packaged_model(folder), limit=limit, prefilter=prefilter)
 
