@@ -273,11 +273,11 @@ def markdown(result: dict[str, Any], args: argparse.Namespace) -> str:
                 f"| {r['max_rss_mb']['median']:.0f} |"
             )
     lines += ["", f'search: `citeline search -k 5 "{args.search}"`; ask: `citeline ask "{args.ask}"`.']
-    if "in_process" in result:
-        lines += ["", *in_process_markdown(result)]
     if args.against:
         same = all(c.get("same_output_as_against") for c in result["commands"].values())
         lines.append(f"Each run alternated with one of {args.against}; the same output: {same}.")
+    if "in_process" in result:
+        lines += ["", *in_process_markdown(result)]
     return "\n".join(lines)
 
 
