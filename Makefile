@@ -108,8 +108,9 @@ bench: $(STAMP)
 	$(BIN)/python benchmarks/bench_progressive.py $(PROGRESSIVE_ARGS)
 	$(BIN)/python benchmarks/bench_progressive.py --ratio-docs $(RATIO_DOCS) --ratio-only
 
-# A whole `citeline search -k 5` and `citeline ask` process, 7 runs each, on the Docker manual's index
-# (built once, ~17k chunks): benchmarks/results/oneshot.md. ONESHOT_ARGS="--index DIR" for another.
+# A whole `citeline search -k 5` and `citeline ask` process, 7 runs each, then 30 Docker dev questions
+# asked in one process (p50/p95, the read stage), on SciFact + the Docker manual (built once, 15,941
+# chunks): benchmarks/results/oneshot.md. ONESHOT_ARGS="--index DIR" for another.
 ONESHOT_ARGS ?=
 bench-oneshot: $(STAMP)
 	$(BIN)/python benchmarks/bench_oneshot.py $(ONESHOT_ARGS)

@@ -145,7 +145,14 @@ class Settings:
         backend="reader",
         none_ok=True,
     )
-    reader_units: int = _opt(20, "units the reader scores per question (cheaply pre-ranked)", min=1)
+    reader_units: int = _opt(
+        # 12 (was 20): the reader's model is ~half of an answer's CPU, and on golden dev pooled (451
+        # questions) 12 named the gold in 0.705 of answers against 0.699, refusal recall the same
+        # (docs/performance.md, "Answering in one process")
+        12,
+        "units the reader scores per question (cheaply pre-ranked)",
+        min=1,
+    )
     reader_threshold: float = _opt(
         # chosen on evalsets/postfix/dev.jsonl + tests/data/questions.jsonl pooled (citeline calibrate
         # on each; the highest refusal recall + answered share, README "Refusal thresholds"); chosen

@@ -7,22 +7,33 @@ and the refusal guard decides on the reader's score. Held-out AUROC is in the mo
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 
+import numpy as np
+import numpy.typing as npt
 import pytest
 
 import citeline
 from citeline.answer.checker import TrainedChecker
 from citeline.answer.facts import missing_facts
-from citeline.answer.reader import PACKAGED, Reader, candidates, packaged_model
+from citeline.answer.reader import (
+    PACKAGED,
+    Prefilter,
+    Reader,
+    candidates,
+    composed,
+    embedded_texts,
+    packaged_model,
+)
 from citeline.answer.units import heading_context
 from citeline.answer.verify import Cited
 from citeline.kb import KnowledgeBase
+from citeline.query.analysis import analyze
 from citeline.types import REFUSAL
 from conftest import ADMIN
 
-from ._passages import make_passages
+from ._passages import ROUTER_FACTS, make_passages
 
 if not (PACKAGED / "model.onnx").is_file():  # pragma: no cover - the model ships with the package
     pytest.fail(f"the trained model is missing from {PACKAGED} (make train)", pytrace=False)
@@ -166,3 +177,37 @@ def test_a_definitions_term_is_read_with_its_first_sentence_and_leads_every_pick
     described = [c for c in plain if c.unit.kind == "sentence" and c.unit.start > term.unit.start]
     assert described and all(c.parts[0].text == DEFINED[1] for c in described)
     assert not any(c.unit.kind == "window" and c.unit.start == term.unit.start for c in plain)
+
+
+class RecordingEmbedder:
+    """The real MiniLM, noting what it is asked to embed."""
+
+    def __init__(self) -> None:
+        from citeline.embedding import make_embedder
+
+        self.inner = make_embedder("minilm-int8")
+        self.dim = self.inner.dim
+        self.texts: list[str] = []
+
+    def embed(self, texts: Sequence[str]) -> npt.NDArray[np.float32]:
+        self.texts += texts
+        return self.inner.embed(texts)
+
+
+def test_the_prefilter_embeds_no_window_but_composes_its_sentences() -> None:
+    """A window of two sentences is ranked by its two sentences' vectors (which the extractive
+    generator embeds anyway), not embedded again as one more text."""
+    found = candidates(make_passages(ROUTER_FACTS))
+    windows = [c for c in found if c.unit.kind == "window"]
+    assert windows
+    embedder = RecordingEmbedder()
+    query = analyze("How do I reset the Zephyr 3 router?")
+    ranked = Prefilter(embedder)(query, found)  # type: ignore[arg-type]
+    assert sorted(map(id, ranked)) == sorted(map(id, found))
+    singles = {c.model_text for c in found if c.unit.kind != "window"}
+    assert set(embedder.texts) == singles | {query.text}
+    assert not {w.model_text for w in windows} & set(embedder.texts)
+    first, second = (embedder.inner.embed([t])[0] for t in embedded_texts(windows[0]))
+    both = composed(np.stack([first, second]))
+    assert abs(float(np.linalg.norm(both)) - 1.0) < 1e-5
+    assert abs(float(both @ first) - float(both @ second)) < 1e-5  # halfway between its sentences

@@ -190,7 +190,7 @@ class Reader:
 
     name = "citeline"
 
-    def __init__(self, model: CrossEncoderModel, limit: int = 20, prefilter: Prefilter | None = None) -> None:
+    def __init__(self, model: CrossEncoderModel, limit: int = 12, prefilter: Prefilter | None = None) -> None:
         self.model = model
         self.limit = limit
         self.prefilter = prefilter
@@ -224,8 +224,11 @@ class Prefilter:
         from citeline.answer.relevance import weighted_coverage
         from citeline.embedding.memo import remembered
 
-        vectors = remembered(self.embedder, [query.text] + [c.model_text for c in found])
-        sims = vectors[1:] @ vectors[0]
+        embedded = [embedded_texts(c) for c in found]
+        texts = list(dict.fromkeys([query.text, *(t for ts in embedded for t in ts)]))
+        vectors = remembered(self.embedder, texts)
+        row = {t: i for i, t in enumerate(texts)}
+        sims = [composed(vectors[[row[t] for t in ts]]) @ vectors[0] for ts in embedded]
         weights = query.weights or None
         scores = [
             0.55 * float(sim) + 0.45 * weighted_coverage(query.terms, c.model_text, weights)
@@ -235,10 +238,27 @@ class Prefilter:
         return [found[i] for i in order]
 
 
+def embedded_texts(candidate: Candidate) -> tuple[str, ...]:
+    """What the prefilter embeds for a candidate: its text, or for a window of two sentences the
+    texts of the two sentences (each one a candidate of its own, and a unit the extractive
+    generator embeds too), whose vectors are composed: a window costs no embedding of its own."""
+    if candidate.unit.kind != "window":
+        return (candidate.model_text,)
+    *_, first, second = candidate.parts
+    return tuple(f"{candidate.context}: {u.text}" if candidate.context else u.text for u in (first, second))
+
+
+def composed(vectors: npt.NDArray[np.float32]) -> npt.NDArray[np.float32]:
+    """One unit vector for the rows of ``vectors`` (unit vectors): their normalised sum."""
+    total = vectors.sum(axis=0, dtype=np.float32)
+    norm = float(np.linalg.norm(total))
+    return np.asarray(total / norm if norm > 0 else total, dtype=np.float32)
+
+
 def reader_factory(context: BuildContext | None, argument: str | None) -> Reader:
     """``citeline`` (the packaged model) or ``citeline:DIR`` (another export of it)."""
     folder = Path(argument).expanduser() if argument else PACKAGED
-    limit = context.settings.reader_units if context is not None else 20
+    limit = context.settings.reader_units if context is not None else 12
     prefilter = Prefilter(context.embedder) if context is not None else None
     return Reader(packaged_model(folder), limit=limit, prefilter=prefilter)
 

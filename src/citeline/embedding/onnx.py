@@ -20,6 +20,7 @@ import numpy.typing as npt
 from citeline.embedding.base import Vectors
 from citeline.embedding.tokenized import WINDOW, TokenizedTexts
 from citeline.errors import ConfigError
+from citeline.inference.batching import length_batches
 from citeline.inference.session import CpuSession
 
 if TYPE_CHECKING:
@@ -129,22 +130,11 @@ class OnnxEmbedder(TokenizedTexts):
 
     def _batches(self, lengths: list[int]) -> list[list[int]]:
         """Indices sorted by token length, cut into batches of at most ``batch_size`` texts and
-        ``batch_tokens`` padded tokens: each batch pads only to its own longest text, and the
-        activations of a batch of long texts stay bounded (160 texts of up to 256 tokens: 32 a
-        batch peaked at 1 GB of memory, 16 at 0.60 GB, 8 at 0.54 GB, with no more CPU time)."""
-        order = sorted(range(len(lengths)), key=lambda i: lengths[i])
-        batches: list[list[int]] = []
-        current: list[int] = []
-        for i in order:  # ascending: the text added is the batch's longest
-            if current and (
-                len(current) >= self.batch_size or (len(current) + 1) * lengths[i] > self.batch_tokens
-            ):
-                batches.append(current)
-                current = []
-            current.append(i)
-        if current:
-            batches.append(current)
-        return batches
+        ``batch_tokens`` padded tokens where padding costs least (inference/batching.py): each
+        batch pads only to its own longest text, and the activations of a batch of long texts
+        stay bounded (160 texts of up to 256 tokens: 32 a batch peaked at 1 GB of memory, 16 at
+        0.60 GB, 8 at 0.54 GB, with no more CPU time)."""
+        return length_batches(lengths, self.batch_size, self.batch_tokens)
 
     def _feeds(self, batch: list[list[int]]) -> tuple[dict[str, Any], npt.NDArray[np.int64]]:
         width = max(len(x) for x in batch)

@@ -23,6 +23,7 @@ import numpy as np
 import numpy.typing as npt
 
 from citeline.errors import ConfigError
+from citeline.inference.batching import length_batches
 from citeline.inference.session import CpuSession
 from citeline.query.analysis import Query, analyze
 from citeline.types import Hit, StageScore
@@ -50,7 +51,7 @@ class OnnxPairScorer:
                 raise ConfigError(
                     f"Cross-encoder folder {folder}: {p.name} is missing (need model.onnx and tokenizer.json)."
                 )
-        self.batch_size = batch_size
+        self.batch_size, self.max_tokens = batch_size, max_tokens
         self._tokenizer = Tokenizer.from_file(str(tok))
         self._tokenizer.enable_truncation(max_tokens, strategy="longest_first")  # a long question too
         self._tokenizer.enable_padding()
@@ -63,19 +64,29 @@ class OnnxPairScorer:
         return frozenset(i.name for i in self._session.get_inputs())
 
     def logits(self, pairs: Sequence[tuple[str, str]]) -> npt.NDArray[np.float32]:
-        """The model's raw output for each (first, second) text pair, shape (pairs, classes)."""
-        rows: list[npt.NDArray[np.float32]] = []
-        for lo in range(0, len(pairs), self.batch_size):
-            enc = self._tokenizer.encode_batch(list(pairs[lo : lo + self.batch_size]))
-            feeds: dict[str, Any] = {
-                "input_ids": np.array([e.ids for e in enc], dtype=np.int64),
-                "attention_mask": np.array([e.attention_mask for e in enc], dtype=np.int64),
-            }
+        """The model's raw output for each (first, second) text pair, shape (pairs, classes).
+
+        Pairs run shortest first, cut where padding costs least (inference/batching.py): in
+        arrival order, batches of 16 padded a reader's 20 units by ~35%."""
+        if not pairs:
+            return np.zeros((0, 1), dtype=np.float32)
+        enc = self._tokenizer.encode_batch(list(pairs))  # padded to the longest: cut per batch below
+        ids = np.array([e.ids for e in enc], dtype=np.int64)
+        mask = np.array([e.attention_mask for e in enc], dtype=np.int64)
+        types = np.array([e.type_ids for e in enc], dtype=np.int64)
+        lengths = [int(n) for n in mask.sum(axis=1)]
+        out: npt.NDArray[np.float32] | None = None
+        for batch in length_batches(lengths, self.batch_size, self.batch_size * self.max_tokens):
+            width = max(lengths[i] for i in batch)
+            feeds: dict[str, Any] = {"input_ids": ids[batch, :width], "attention_mask": mask[batch, :width]}
             if "token_type_ids" in self._inputs:
-                feeds["token_type_ids"] = np.array([e.type_ids for e in enc], dtype=np.int64)
-            out = np.asarray(self._session.run(None, feeds)[0], dtype=np.float32)
-            rows.append(out.reshape(len(enc), -1))
-        return np.concatenate(rows) if rows else np.zeros((0, 1), dtype=np.float32)
+                feeds["token_type_ids"] = types[batch, :width]
+            logits = np.asarray(self._session.run(None, feeds)[0], dtype=np.float32).reshape(len(batch), -1)
+            if out is None:
+                out = np.zeros((len(pairs), logits.shape[1]), dtype=np.float32)
+            out[batch] = logits
+        assert out is not None
+        return out
 
     def score(self, query: str, passages: Sequence[str]) -> npt.NDArray[np.float32]:
         logits = self.logits([(query, p) for p in passages])
