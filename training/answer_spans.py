@@ -40,7 +40,7 @@ from typing import Any
 from training import templates as T
 from training.common import load_manuals
 from training.context_pairs import echo
-from training.units import Unit, load_units, model_input, prefix_of, rng_for, split_of
+from training.units import Unit, load_units, model_input, prefix_of, rng_for, split_of, stable_hash
 
 _UNIT = (
     r"(?:%|[KMGT]i?B\b|bytes?\b|[kKmMgG]\b|seconds?\b|secs?\b|minutes?\b|mins?\b|hours?\b|days?\b|ms\b|"
@@ -127,51 +127,115 @@ def limit_question(unit: Unit, rng: Any) -> tuple[str, str, str] | None:
     return f"What is the {bound} {noun}{where}?", m.group(3).strip(), "limit"
 
 
+_OPTION_TERM = re.compile(
+    r"^((?:--?[A-Za-z][\w-]*)(?:[= ]?[A-Z<\[][\w<>\[\].=-]*)?"
+    r"(?:,\s*--?[A-Za-z][\w-]*(?:[= ]?[A-Z<\[][\w<>\[\].=-]*)?)*)(?::\s+|;\s+|\s+(?=[A-Z]))"
+)
+_IMPERATIVE = frozenset(
+    "be show print use do make set display list record read write allow enable disable add remove delete "
+    "create specify output send ignore keep force skip treat run limit include exclude suppress turn "
+    "change select stop start check copy move update preserve give report return search sort apply append "
+    "override assume tell try save load open close wait exit reset compress transfer generate define mark "
+    "clear rename prevent avoid omit request receive follow delay bind accept reject log".split()
+)
+
+
+def _thing(name: str, unit: Unit) -> str:
+    if name.startswith("-"):
+        return "option"
+    if name.startswith("mod_"):
+        return "module"
+    if "_" in name and name.upper() == name:
+        return "constant"
+    return _named(unit)
+
+
+def _clause(words: list[str]) -> str:
+    return re.split(r"(?<=[a-z0-9)])[.;:](?:\s|$)|\s\(", " ".join(words[:16]))[0].rstrip(",")
+
+
 def which_question(unit: Unit, rng: Any) -> tuple[str, str, str] | None:
-    """ "Which option <description>?" of a unit that starts with the name it describes."""
-    m = T._LEADING.match(unit.text)
-    if m is None or T._leading_subject(unit) is None:
-        return None
-    name = m.group(1)
+    """ "Which option <description>?" of a unit that starts with the name it describes; "Which option do
+    I use to <description>?" when the description is an imperative ("Record a file ...")."""
+    m = _OPTION_TERM.match(unit.text)
+    if m is not None:
+        term = m.group(1)
+        options = re.findall(r"--?[A-Za-z][\w-]*", term)
+        name = max(options, key=len)
+    else:
+        m = T._LEADING.match(unit.text)
+        if m is None or T._leading_subject(unit) is None:
+            return None
+        name = m.group(1)
     rest = unit.text[m.end() :].strip()
-    d = _DESC.match(rest)
-    if d is None:
+    words = rest.split()
+    if len(words) < 4:
         return None
-    words = d.group(1).split()
-    if not _VERBISH.match(words[0]) or words[0] in _STOP_DESC or len(words) < 4:
-        return None
-    clause = re.split(r"(?<=[a-z0-9)])[.;:](?:\s|$)|\s\(", " ".join(words[:16]))[0].rstrip(",")
+    thing = _thing(name, unit)
+    if words[0].lower() in _IMPERATIVE and words[0][0].isupper():
+        clause = _clause([words[0].lower(), *words[1:]])
+        question = f"Which {thing} do I use to {clause}?"
+    else:
+        d = _DESC.match(rest)
+        if d is None:
+            return None
+        words = d.group(1).split()
+        if not _VERBISH.match(words[0]) or words[0] in _STOP_DESC:
+            return None
+        clause = _clause(words)
+        question = f"Which {thing} {clause}?"
     if name in clause or len(clause.split()) < 3:
         return None
-    kind = "option" if name.startswith("-") else _named(unit)
-    return f"Which {kind} {clause}?", name, "which"
+    return question, name, "which"
 
 
 def since_question(unit: Unit, rng: Any) -> tuple[str, str, str] | None:
     m = SINCE.search(unit.text)
-    x = T.subject_of(unit)
+    x = T._trail_subject(unit) or T._leading_subject(unit)
     if m is None or x is None or m.group(1) in x:
         return None
     return f"Since which version is {x} available?", m.group(1), "since"
 
 
-_CELL = re.compile(r"([^;:]{1,40}):\s+([^;]{1,60})(?:;\s*|$)")
+def _key_of(unit: Unit) -> str | None:
+    """The row's subject from its section's name ("Tag¶", "KeepAlive Directive"): one word."""
+    if not unit.trail:
+        return None
+    name = T._TRAIL_NOISE.sub("", unit.trail[-1]).strip(" :\uf0c1")
+    return name if len(name.split()) == 1 and len(name) >= 3 else None
+
+
+#: cells nobody asks for by their header ("What is the mandatory of X?"), or whose value is prose
+_NOT_ASKED = frozenset(
+    "description notes note comment comments name mandatory use status obsolete legacy directive".split()
+) | {"obsolete legacy directive"}
 
 
 def row_question(unit: Unit, rng: Any) -> tuple[str, str, str] | None:
-    """ "What is the <header> of <first cell>?" of a row unit of "Header: value; Header: value"."""
+    """ "What is the <header> of <key>?" of a table row of "Header: value; ..." cells; the key is the
+    first cell without a header ("dnssec_request_domains; Use: routers; Default: *"), else a "name"
+    cell, else the section's one-word name ("Tag¶ > type: string; default: none")."""
     if unit.kind != "row":
         return None
-    cells = [(h.strip(), v.strip().rstrip(".")) for h, v in _CELL.findall(unit.text)]
-    if len(cells) < 2 or any(not h or not v for h, v in cells):
+    cells = []
+    for part in unit.text.rstrip(".").split("; "):
+        h, sep, v = part.partition(": ")
+        cells.append((h.strip(), v.strip()) if sep else ("", h.strip()))
+    bare = [v for h, v in cells if not h]
+    named = [v for h, v in cells if h.casefold() in ("name", "option", "directive", "parameter", "variable")]
+    key = (bare[0] if len(bare) == 1 and cells[0][0] == "" else None) or (named[0] if named else None)
+    key = key or _key_of(unit)
+    if not key or len(key.split()) > 5 or not re.search(r"[A-Za-z]{2}", key):
         return None
-    key = cells[0][1]
-    options = [(h, v) for h, v in cells[1:] if v != key and len(v.split()) <= 8 and len(h.split()) <= 4]
-    if not options or len(key.split()) > 6:
+    options = [
+        (h, v)
+        for h, v in cells
+        if h and v and v != key and len(v.split()) <= 8 and len(h.split()) <= 4 and len(v) <= 60
+        and h.casefold() not in _NOT_ASKED
+    ]  # fmt: skip
+    if not options:
         return None
     header, value = rng.choice(options)
-    if header.casefold() in ("description", "notes", "comment", "comments"):
-        return None
     return f"What is the {header.lower()} of {key}?", value, "row"
 
 
@@ -233,8 +297,11 @@ def main() -> None:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--units", type=Path, required=True, help="build_data.py's units.jsonl")
     p.add_argument("--out", type=Path, required=True)
-    p.add_argument("--per-doc", type=int, default=25, help="questions per document at most, per kind")
+    p.add_argument("--per-doc", type=int, default=40, help="questions per document at most, per kind")
     p.add_argument("--negatives", type=int, default=4)
+    p.add_argument(
+        "--max-rows", type=int, default=700, help="row questions at most (Apache's directive tables dominate)"
+    )
     p.add_argument("--seed", type=int, default=13)
     args = p.parse_args()
     pinned = {m.package: m.split for m in load_manuals()}
@@ -250,8 +317,12 @@ def main() -> None:
     args.out.parent.mkdir(parents=True, exist_ok=True)
     tmp = args.out.with_suffix(".tmp")
     with tmp.open("w", encoding="utf-8") as f:
-        for unit, question, answer, kind in span_questions(units, args.seed):
+        # a seeded order, so the caps do not favour the manuals listed first
+        shuffled = sorted(units, key=lambda u: stable_hash(f"{args.seed}:{u.id}"))
+        for unit, question, answer, kind in span_questions(shuffled, args.seed):
             if taken[(unit.doc, kind)] >= args.per_doc or (question, answer) in seen:
+                continue
+            if kind == "row" and stats["row"] >= args.max_rows:
                 continue
             taken[(unit.doc, kind)] += 1
             seen.add((question, answer))

@@ -98,7 +98,7 @@ def with_teacher(rows: list[dict[str, Any]], labels: Path, floor: float = 0.5) -
     for line in labels.read_text(encoding="utf-8").splitlines():
         t = json.loads(line)
         c = t["choice"]
-        if c and t["answerable"] and t["quote"] and t["probs"][c] >= floor:
+        if c and t["answerable"] and t["quote"] and t["probs"][c - 1] >= floor:
             picks[(t["qid"], t["units"][c - 1]["sha1"])] = t["quote"]
     added = 0
     for r in rows:
@@ -157,6 +157,15 @@ def scores(model: SpanReader, enc: list[dict[str, Any]]) -> list[float]:
         for i, v in zip(idx, (best - null).tolist(), strict=True):
             out[i] = 1.0 / (1.0 + math.exp(-max(-50.0, min(50.0, v))))
     return out
+
+
+def _logit(p: float) -> float:
+    p = min(max(p, 1e-6), 1 - 1e-6)
+    return math.log(p / (1 - p))
+
+
+def _sigmoid(x: float) -> float:
+    return 1.0 / (1.0 + math.exp(-max(-50.0, min(50.0, x))))
 
 
 def main() -> None:
@@ -222,6 +231,8 @@ def main() -> None:
     torch.save(model.state_dict(), args.out / "model.pt")
     for r, v in zip(held, scores(model, encode(tok, held, answers)), strict=True):
         r["span"] = v
+        # the packaged reader's log-odds plus the span's: does the span head add to what ships?
+        r["mix"] = _sigmoid(_logit(r["v1"]) + _logit(v))
     report = {
         "train": args.train,
         "eval": args.eval,
@@ -233,6 +244,7 @@ def main() -> None:
         "steps": len(plan),
         "v1": measure(held, "v1"),
         "span": measure(held, "span"),
+        "v1_plus_span": measure(held, "mix"),
     }
     (args.out / "report.json").write_text(json.dumps(report, indent=2) + "\n")
     print(json.dumps(report, indent=2))

@@ -4,13 +4,18 @@
         -m training.teacher_labels --data ~/.cache/citeline/train/answers \
         --sets aptitude,borg,docker,openssh --out training/labels/teacher-1.5b.jsonl --time-budget 2700
 
-For each golden dev question the units of its context (``training/context_pairs.py``'s rows) are
-shown to the model as one numbered list, with "which of these states the answer (0: none)". One
-call per question, not one per unit: the instructions and examples are a fixed prefix that
-llama.cpp keeps cached, so a question costs its own list only. At most nine units, so every choice
-is one digit token and the first token's log-probabilities are the teacher's soft label over the
-units and "none"; the reply goes on with the answer's words as the model quotes them. The nine
-are the packaged reader's nine best scored (``v1``): the units a reader must tell apart.
+For each golden dev question, each of the units the packaged reader scores highest (``v1``, the
+five a reader must tell apart; ``training/context_pairs.py``'s rows) is shown to the model with "does
+this passage itself state the answer?", and P(YES) among YES/NO of the first token is the teacher's
+soft label. The question comes before the passage, so consecutive units of one question share a
+cached prefix (instructions and question) and cost their own tokens only. The unit the teacher
+believes most (P(YES) >= 0.5) is asked once more for the words that answer, the span a span head
+can learn from where the gold strings miss the answer.
+
+A first try, one call per question listing nine numbered units ("which states the answer, 0 for
+none"), cost 30-55 s a question on this shared machine and answered "0" with nearly flat, position-
+ordered digit probabilities (P(0) 0.22-0.27) on the first three questions, two of which had their
+gold unit listed; it was stopped.
 
 One JSON line per question, appended as it comes (a rerun skips the questions done, a STOP file
 beside the output or ``--time-budget`` ends a run): the question id, the units shown (sha1 of the
@@ -33,76 +38,46 @@ from typing import Any
 
 from training.common import auroc
 
-MAX_UNITS = 9  # one digit per choice: 1..9, and 0 for none
+MAX_UNITS = 5
 UNIT_CHARS = 400
 NEVER = ("gnuplot", "postfix")
 
 SYSTEM = (
-    "You check search results from a software manual. You get a question and numbered passages. "
-    "Find the passage that itself states the answer: the value, name, command, option or explanation "
+    "You check search results from a software manual. You get a question and one passage. Say YES "
+    "only when the passage itself states the answer: the value, name, command, option or explanation "
     "that the question asks for. A passage that only mentions the topic, restates the question or "
-    "describes a related setting does not count. Reply with the passage's number, a colon and the "
-    "exact words of that passage that answer the question. If no passage states the answer, reply 0."
+    "describes a related setting gets NO. Reply with one word, YES or NO."
 )
-EXAMPLES = (
-    (
-        "What is the default auto_off delay of the camera?",
-        [
-            "Power saving: The auto_off setting turns the camera off after a period without use.",
-            "Power saving: A camera that is connected to a charger never turns itself off.",
-            "Power saving > auto_off: The delay is given in minutes; the default is 3 minutes.",
-            "Display: The screen dims after 30 seconds without use.",
-        ],
-        "3: the default is 3 minutes",
-    ),
-    (
-        "How do I reset the camera's Wi-Fi password?",
-        [
-            "Network: The camera can join a Wi-Fi network to upload pictures.",
-            "Network: Wi-Fi is turned off while the battery is below 10 percent.",
-            "Menu: Hold the MENU button for 2 seconds to wake the camera from standby.",
-        ],
-        "0",
-    ),
-)
+QUOTE = "Copy the exact words of the passage that answer the question, nothing else."
 
 
 def sha1(text: str) -> str:
     return hashlib.sha1(text.encode("utf-8")).hexdigest()
 
 
-def numbered(units: list[str]) -> str:
-    return "\n".join(f"{i}. {' '.join(u.split())[:UNIT_CHARS]}" for i, u in enumerate(units, 1))
+def messages(question: str, unit: str) -> list[dict[str, str]]:
+    passage = " ".join(unit.split())[:UNIT_CHARS]
+    return [
+        {"role": "system", "content": SYSTEM},
+        {"role": "user", "content": f"Question: {question}\n\nPassage: {passage}\n\nYES or NO?"},
+    ]
 
 
-def messages(question: str, units: list[str]) -> list[dict[str, str]]:
-    out = [{"role": "system", "content": SYSTEM}]
-    for q, us, reply in EXAMPLES:
-        out.append({"role": "user", "content": f"Question: {q}\n\nPassages:\n{numbered(us)}"})
-        out.append({"role": "assistant", "content": reply})
-    out.append({"role": "user", "content": f"Question: {question}\n\nPassages:\n{numbered(units)}"})
-    return out
-
-
-def digit_probs(top_logprobs: list[dict[str, Any]], n: int) -> list[float]:
-    """P(0..n) from the first token's alternatives, renormalised over the digits 0..n
-    (uniform when none of them is there)."""
-    mass = [0.0] * (n + 1)
+def p_yes(top_logprobs: list[dict[str, Any]]) -> float:
+    """P(YES) among YES and NO in the first token's alternatives (0.5 when neither is there)."""
+    mass = {"YES": 0.0, "NO": 0.0}
     for alt in top_logprobs:
-        token = str(alt.get("token", "")).strip()
-        if token.isdigit() and len(token) == 1 and int(token) <= n:
-            mass[int(token)] += math.exp(float(alt["logprob"]))
-    total = sum(mass)
-    return [round(m / total, 4) for m in mass] if total > 0 else [round(1 / (n + 1), 4)] * (n + 1)
+        word = str(alt.get("token", "")).strip().upper()
+        if word in mass:
+            mass[word] += math.exp(float(alt["logprob"]))
+    total = mass["YES"] + mass["NO"]
+    return round(mass["YES"] / total, 4) if total > 0 else 0.5
 
 
-def parse_reply(raw: str, n: int) -> tuple[int, str]:
-    """(choice, quoted words) of "3: the words" (choice 0 for "0", junk or a number out of range)."""
-    head, _, quote = raw.strip().partition(":")
-    head = head.strip().rstrip(".")
-    if not head.isdigit() or not 0 <= int(head) <= n:
-        return 0, ""
-    return int(head), " ".join(quote.split()).strip("\"'")
+def clean_quote(raw: str, unit: str) -> str:
+    """The quoted words when they are in the unit (spacing, case and quote marks ignored), else ""."""
+    quote = " ".join(raw.split()).strip("\"'`").rstrip(".")
+    return quote if quote and quote.casefold() in " ".join(unit.split()).casefold() else ""
 
 
 def contexts(data: Path, sets: list[str]) -> list[dict[str, Any]]:
@@ -133,25 +108,38 @@ def contexts(data: Path, sets: list[str]) -> list[dict[str, Any]]:
     return out
 
 
-def judge(server: Any, item: dict[str, Any]) -> dict[str, Any]:
+def _ask(server: Any, msgs: list[dict[str, str]], max_tokens: int) -> tuple[str, float]:
     body = {
-        "messages": messages(item["question"], item["units"]),
+        "messages": msgs,
         "temperature": 0.0,
-        "max_tokens": 40,
+        "max_tokens": max_tokens,
         "logprobs": True,
-        "top_logprobs": 20,
+        "top_logprobs": 10,
     }
-    start = time.perf_counter()
     reply = server.handle_chat_completions(body)
-    seconds = time.perf_counter() - start
-    raw, probs = "", [0.0] * (len(item["units"]) + 1)
     try:
-        choice0 = reply["choices"][0]
-        raw = str(choice0["message"].get("content") or "")
-        probs = digit_probs(choice0["logprobs"]["content"][0]["top_logprobs"], len(item["units"]))
+        choice = reply["choices"][0]
+        raw = str(choice["message"].get("content") or "")
+        return raw, p_yes(choice["logprobs"]["content"][0]["top_logprobs"])
     except (KeyError, IndexError, TypeError):
-        pass
-    choice, quote = parse_reply(raw, len(item["units"]))
+        return "", 0.5
+
+
+def judge(server: Any, item: dict[str, Any]) -> dict[str, Any]:
+    start = time.perf_counter()
+    probs, raws = [], []
+    for unit in item["units"]:
+        raw, p = _ask(server, messages(item["question"], unit), 1)
+        probs.append(p)
+        raws.append(raw)
+    best = max(range(len(probs)), key=lambda i: probs[i]) if probs else 0
+    choice, quote = 0, ""
+    if probs and probs[best] >= 0.5:
+        choice = best + 1
+        msgs = messages(item["question"], item["units"][best])
+        msgs += [{"role": "assistant", "content": "YES"}, {"role": "user", "content": QUOTE}]
+        raw, _ = _ask(server, msgs, 40)
+        quote = clean_quote(raw, item["units"][best])
     return {
         "set": item["set"],
         "qid": item["qid"],
@@ -160,8 +148,8 @@ def judge(server: Any, item: dict[str, Any]) -> dict[str, Any]:
         "probs": probs,
         "choice": choice,
         "quote": quote,
-        "raw": raw,
-        "seconds": round(seconds, 2),
+        "raw": raws,
+        "seconds": round(time.perf_counter() - start, 2),
     }
 
 
@@ -183,12 +171,12 @@ def agreement(records: list[dict[str, Any]]) -> dict[str, Any]:
         "seconds_per_question": round(sum(r["seconds"] for r in records) / max(1, len(records)), 1),
     }
     # unit level: the teacher's probability of a unit against the gold label
-    scores = [r["probs"][i + 1] for r in records for i in range(len(r["units"]))]
+    scores = [p for r in records for p in r["probs"]]
     labels = [u["gold"] for r in records for u in r["units"]]
     if 0 < sum(labels) < len(labels):
         out["unit_auroc_vs_gold"] = round(auroc(scores, labels), 3)
-    # question level: 1 - P(none), answerable-with-gold-shown against unanswerable
-    ans, neg = [1 - r["probs"][0] for r in pos], [1 - r["probs"][0] for r in un]
+    # question level: the best P(YES), answerable-with-gold-shown against unanswerable
+    ans, neg = [max(r["probs"]) for r in pos], [max(r["probs"]) for r in un]
     if ans and neg:
         out["refusal_auroc"] = round(auroc(ans + neg, [1] * len(ans) + [0] * len(neg)), 3)
     return out

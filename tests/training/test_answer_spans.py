@@ -80,14 +80,52 @@ def test_a_which_question_asks_for_the_name_the_unit_starts_with(
     assert which_question(unit(text), random.Random(1)) == (question, answer, "which")
 
 
+def test_an_imperative_description_asks_which_option_to_use() -> None:
+    text = "--write-batch=FILE: Record a file that can later be applied to another destination."
+    assert which_question(unit(text), random.Random(1)) == (
+        "Which option do I use to record a file that can later be applied to another destination?",
+        "--write-batch",
+        "which",
+    )
+
+
+@pytest.mark.parametrize(
+    ("text", "trail", "question", "answer"),
+    [
+        (
+            "dnssec_request_domains; Use: routers; Default: *",
+            ("Generic options for routers",),
+            "What is the {h} of dnssec_request_domains?",
+            None,
+        ),
+        ("type: word; default: template", ("Action Parameters", "How it works¶"), None, None),
+        (
+            "type: word; default: none",
+            ("Action Parameters", "Template¶"),
+            "What is the {h} of Template?",
+            None,
+        ),
+    ],
+)
+def test_a_row_question_takes_its_key_from_a_bare_cell_or_the_section(
+    text: str, trail: tuple[str, ...], question: str | None, answer: None
+) -> None:
+    got = row_question(unit(text, trail, kind="row"), random.Random(1))
+    if question is None:
+        assert got is None  # no key: no bare cell, and the section's name is not one word
+        return
+    assert got is not None
+    asked = {question.format(h=h): v for h, v in (("use", "routers"), ("default", "*"), ("type", "word"))}
+    assert got[0] in asked and got[1] == asked[got[0]]
+
+
 def test_a_which_question_needs_a_description_that_starts_with_a_verb() -> None:
     assert which_question(unit("--inplace: see above."), random.Random(1)) is None
 
 
 def test_a_since_question_reads_the_version() -> None:
-    got = since_question(
-        unit("The proxy_protocol option is available since version 2.4.31."), random.Random(1)
-    )
+    text = "This option is available since version 2.4.31."
+    got = since_question(unit(text, ("proxy_protocol",)), random.Random(1))
     assert got == ("Since which version is proxy_protocol available?", "2.4.31", "since")
 
 
