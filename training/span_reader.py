@@ -181,6 +181,10 @@ def main() -> None:
     p.add_argument("--max-spans", type=int, default=0, help="questions of --spans at most (0: all)")
     p.add_argument("--teacher", type=Path, help="teacher_labels.py's labels of the --train manuals")
     p.add_argument("--threads", type=int, default=2)
+    p.add_argument(
+        "--init", type=Path, help="a span model.pt to continue from (default: the packaged encoder)"
+    )
+    p.add_argument("--freeze", type=int, default=0, help="lower encoder layers (and embeddings) kept fixed")
     args = p.parse_args()
     torch.set_num_threads(args.threads)
     torch.manual_seed(args.seed)
@@ -198,12 +202,20 @@ def main() -> None:
     held = [r for r in load(args.data, args.eval.split(",")) if r["task"] == "reader"]
     enc = encode(tok, train, answers)
     model = SpanReader()
+    if args.init is not None:
+        model.load_state_dict(torch.load(args.init, weights_only=True))
     plan = [
         b
         for e in range(args.epochs)
         for b in batches([(x["ids"], x["types"]) for x in enc], 32, args.seed + e)
     ]
-    opt = torch.optim.AdamW(model.parameters(), lr=args.lr, weight_decay=0.01)
+    if args.freeze:
+        # a shared 2-core machine: backpropagating through fewer layers is what makes a run fit
+        e = model.encoder
+        for part in (e.word, e.position, e.token_type, e.embed_norm, *e.layers[: args.freeze]):
+            part.requires_grad_(False)
+    trainable = [x for x in model.parameters() if x.requires_grad]
+    opt = torch.optim.AdamW(trainable, lr=args.lr, weight_decay=0.01)
     loss_fn = nn.CrossEntropyLoss()
     model.train()
     started = time.perf_counter()
