@@ -20,7 +20,7 @@ PIP_INSTALL := PYTHONDONTWRITEBYTECODE=1 $(BIN)/python -m pip install -qq --disa
 # (citeline never downloads a model), or packages' own tests (about 33 MB of the runtime .venv's 50)
 NO_BYTECODE := /(pip|setuptools|pkg_resources|_distutils_hack|pygments|huggingface_hub|hf_xet|fsspec|httpx2|httpcore2)/|/tests?/|/testing/|/onnxruntime/(transformers|tools|quantization)/
 
-.PHONY: install run serve test test-fast stress fuzz bench bench-oneshot bench-static bench-progressive bench-pg bench-engines bench-1m bench-peers lint lock clean train train-data train-env distill-static
+.PHONY: install run serve test test-fast stress fuzz bench bench-oneshot bench-static bench-progressive bench-progressive-ratio bench-pg bench-engines bench-1m bench-peers lint lock clean train train-data train-env distill-static
 
 $(BIN)/python:
 	@command -v $(PYTHON) >/dev/null 2>&1 || { echo "$(PYTHON) not found; run: make PYTHON=python3 ..."; exit 1; }
@@ -106,6 +106,7 @@ bench: $(STAMP)
 	$(BIN)/python benchmarks/bench_static_embedder.py
 	$(BIN)/python benchmarks/bench_oneshot.py
 	$(BIN)/python benchmarks/bench_progressive.py $(PROGRESSIVE_ARGS)
+	$(BIN)/python benchmarks/bench_progressive.py --ratio-docs $(RATIO_DOCS) --ratio-only
 
 # A whole `citeline search -k 5` and `citeline ask` process, 7 runs each, on the Docker manual's index
 # (built once, ~17k chunks): benchmarks/results/oneshot.md. ONESHOT_ARGS="--index DIR" for another.
@@ -124,6 +125,12 @@ bench-static: $(STAMP)
 PROGRESSIVE_ARGS ?=
 bench-progressive: $(STAMP)
 	$(BIN)/python benchmarks/bench_progressive.py $(PROGRESSIVE_ARGS)
+
+# The same-run ratio alone on the whole corpus: cold minilm-int8 add against `add --progressive`, one
+# run (~10 min of both cores; benchmarks/results/progressive_ratio.md). RATIO_DOCS=300 for a quick one.
+RATIO_DOCS ?= all
+bench-progressive-ratio: $(STAMP)
+	$(BIN)/python benchmarks/bench_progressive.py --ratio-docs $(RATIO_DOCS) --ratio-only
 
 # PostgreSQL + pgvector beside the embedded store: ingest rate, hybrid latency at 100k chunks, 8 clients.
 bench-pg: $(STAMP)

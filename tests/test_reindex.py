@@ -16,6 +16,8 @@ import citeline
 from citeline.errors import EXIT_REGRESSION, EmbedderMismatchError, SwapRefusedError
 from citeline.eval.answers import load_golden
 from citeline.eval.shadow import Rollout, ShadowComparison, compared_reindex
+from citeline.filters import Filter
+from citeline.kb import KnowledgeBase
 from conftest import ADMIN, OpenIndex
 
 
@@ -40,6 +42,35 @@ def test_reindex_swaps_embedder_and_keeps_serving(tmp_path: Path, docs_dir: Path
     )
     report = reopened.add([docs_dir])
     assert len(report.added) == 1
+
+
+def _serves_with(kb: KnowledgeBase, name: str, dim: int) -> None:
+    info = kb.store.embedder_info()
+    assert info is not None and (info.name, info.dim) == (name, dim)
+    report = kb.check()
+    assert report.ok, report.problems
+    stats = kb.store.stats()
+    assert stats["vectors"] == stats["chunks"]  # one vector per chunk text, of this embedder
+    question = "ZX-7781 alpha queue full"
+    assert len(kb.store.vector_search(kb.embedder.embed([question])[0], Filter.admin(), 3)) == 3
+    assert kb.search(question, ADMIN, k=1)[0].source.endswith("alpha.md")
+
+
+def test_reindex_to_another_width_and_back_on_every_store(open_index: OpenIndex, docs_dir: Path) -> None:
+    # minilm-int8 has 384 dimensions, minilm-static 256: on PostgreSQL the swap rebuilds the HNSW
+    # index in its transaction, where the rows' previous versions still hold the old vectors
+    kb = open_index("index")
+    kb.add([docs_dir])
+    result = kb.reindex("minilm-static")  # through the API, then back through the CLI
+    assert result["embedder"] == "minilm-static" and result["embedded"] == result["chunks"] > 0
+    _serves_with(kb, "minilm-static", 256)
+    env = {**os.environ, "CITELINE_INDEX": open_index.location("index")}
+    for args in (["reindex", "--embedder", "minilm-int8"], ["check"]):
+        done = subprocess.run(
+            [sys.executable, "-m", "citeline", *args], capture_output=True, text=True, env=env, timeout=600
+        )
+        assert done.returncode == 0, (args, done.stderr)
+    _serves_with(open_index("index"), "minilm-int8", 384)
 
 
 def test_asking_for_another_embedder_is_refused(
@@ -153,8 +184,7 @@ def test_reindex_compare_refuses_a_weaker_embedder_and_swaps_at_a_loose_max_drop
 def test_a_refused_swap_keeps_the_index_and_force_swaps_on_every_store(
     open_index: OpenIndex, tmp_path: Path
 ) -> None:
-    # hashing: as wide as minilm-int8; on PostgreSQL `reindex` itself cannot swap to another width
-    # yet (building the HNSW index in the swap's transaction casts the rows' old vectors too)
+    # hashing: as wide as minilm-int8 (another width: test_reindex_to_another_width_and_back_on_every_store)
     shutil.copytree(SAMPLES, tmp_path / "docs")
     _golden_subset(tmp_path / "q.jsonl", ("q01", "q15", "q54", "q59", "q61"))
     rows = load_golden(tmp_path / "q.jsonl")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from citeline.answer.bearing import bears, bound_to_subject, missing_value, states_value
+from citeline.answer.bearing import bears, bound_to_subject, missing_value, states_literal, states_value
 from citeline.answer.units import binding_contexts, passage_units
 from citeline.query.slot import asked_slot
 
@@ -65,6 +65,17 @@ from ._passages import make_passages
             False,
         ),
         ("What cache size is recommended for a 10 TB repository?", "The default is 1 GB.", False),
+        # how to do it: a command, an option, a setting as it is typed
+        ("How do I make the whiskers span 95% of the points?", "set style boxplot fraction 0.95", True),
+        (
+            "How do I make the whiskers span 95% of the points?",
+            "By default the whiskers extend 1.5 times.",
+            False,
+        ),
+        ("How do I keep one parameter fixed?", "varname = value # FIXED", True),
+        ("How do I print one flat list?", "You can disable this via --group-by=none", True),
+        ("What must I run before plotting floats?", "First use the command set rgbmax 1.0.", True),
+        ("What must I run before plotting floats?", "Some RGB components are floating point values.", False),
         # other questions are not decided by a value
         ("Why does the howto prefer pcre tables?", "They are faster.", True),
     ],
@@ -131,3 +142,106 @@ def test_a_question_without_identifiers_binds_a_value_by_its_proper_names() -> N
     assert slot.names == ("infinity",)
     assert bears(slot, "Default: 1000000", "Option: Aptitude::ProblemResolver::Infinity")
     assert not bears(slot, "Default: 4", "Option: Aptitude::ProblemResolver::ImportantScore")
+
+
+@pytest.mark.parametrize(
+    ("question", "text", "expected"),
+    [
+        # digits inside a name are no amount: "X11", "sshd(8)", "sha256", "IPv6"
+        ("What is the first display number for X11 sessions?", "This prevents interfering with X11.", False),
+        ("What is the first display number for X11 sessions?", "It is for sshd(8)'s forwarding.", False),
+        ("What is the first display number for X11 sessions?", "The default is 10.", True),
+        ("How many bits does the hash have?", "It uses sha256 over IPv6 addresses.", False),
+        ("How much data is sent before rekeying?", "The default is between 1G and 4G.", True),
+    ],
+)
+def test_digits_of_a_name_are_not_a_value(question: str, text: str, expected: bool) -> None:
+    assert states_value(asked_slot(question), text) is expected
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("Default settings: set history size 500 numbers trim.", True),
+        ("Default: /var/lock/aptitude", True),
+        ("The default is no.", True),
+        ('The default is "yes".', True),
+        ("By default the history command prints a line number in front of each command.", False),
+        ("By default, it suppresses numbers for all future commands.", False),
+    ],
+)
+def test_a_literal_value(text: str, expected: bool) -> None:
+    assert states_literal(text) is expected
+
+
+@pytest.mark.parametrize(
+    ("question", "attribute"),
+    [
+        ("If I give set label a position without naming a coordinate system, which is used?", "default"),
+        ("Which UDP port is used when --data-path-port is left unset?", "default"),
+        ("How long is the timeout if discovery.ttl is not configured?", "default"),
+        ("What does set label do?", "meaning"),
+    ],
+)
+def test_asking_what_happens_when_nothing_is_set_asks_for_the_default(question: str, attribute: str) -> None:
+    assert asked_slot(question).attribute == attribute
+
+
+def test_a_line_of_its_own_is_about_the_entry_it_opens() -> None:
+    """A DOCX reference: "Default: X" is a paragraph of its own; the description after it names
+    what the file is for (the option's line is in the chunk before)."""
+    text = (
+        "Default: /var/lock/aptitude\n\n"
+        "Description: A file that will be fcntl-locked so that one process modifies the cache.\n\n"
+        "Option: Aptitude::Localize-Log\n\n"
+        "Default: false"
+    )
+    units = passage_units(text)
+    contexts = binding_contexts(units, text, 0, ("Configuration file",), "Reference")
+    slot = asked_slot("Which file does aptitude fcntl-lock so that one process modifies the cache?")
+    bearing = [u.text for u, c in zip(units, contexts, strict=True) if bears(slot, u.text, c)]
+    assert bearing == ["Default: /var/lock/aptitude"]
+
+
+@pytest.mark.parametrize(
+    ("name", "text", "expected"),
+    [
+        ("fcntl-lock", "a file that will be fcntl-locked", True),
+        ("redirect", "connections are redirected", True),
+        ("-n", "--no-color", False),
+        ("tag", "tags and stages", False),  # short names are not inflected
+    ],
+)
+def test_a_name_is_mentioned_by_its_inflections(name: str, text: str, expected: bool) -> None:
+    from citeline.answer.bearing import _mentions
+
+    assert _mentions(name, text) is expected
+
+
+@pytest.mark.parametrize(
+    ("question", "context", "expected"),
+    [
+        # no subject named: a value's context must be about the question's other words
+        (
+            "What is the maximum number of principals one certificate can list?",
+            "-d Debug mode. Causes ssh-keygen to print debugging messages. Multiple -d options increase verbosity.",
+            False,
+        ),
+        (
+            "What is the maximum number of principals one certificate can list?",
+            "-n principals: Specify one or more principals to be included in a certificate.",
+            True,
+        ),
+        (
+            "How many lines of command history does gnuplot keep in its history file by default?",
+            "history > When leaving gnuplot the value of history size limits the lines saved to the history file.",
+            True,
+        ),
+    ],
+)
+def test_a_value_without_a_named_subject_is_bound_to_the_questions_topic(
+    question: str, context: str, expected: bool
+) -> None:
+    from citeline.query.analysis import analyze
+
+    assert bound_to_subject(analyze(question).slot, context) is expected

@@ -289,3 +289,38 @@ def test_a_value_stated_after_its_lead_in_is_quoted_with_it() -> None:
         "By default, all containers get the same proportion of block IO bandwidth (blkio).",
         "This proportion is 500.",
     ]
+
+
+def test_a_value_line_answers_with_its_entrys_similarity(generator: ExtractiveGenerator) -> None:
+    """A DOCX reference gives each entry as paragraphs: the value line ("Default: -200") resembles no
+    question; the description after it does. The value leads, and the floor does not refuse it."""
+    entry = (
+        "Option: Aptitude::ProblemResolver::UnfixedSoftScore\n\n"
+        "Default: -200\n\n"
+        "Description: How much to reward leaving a Recommends relationship unresolved.\n\n"
+        "Option: Aptitude::ProblemResolver::Infinity\n\n"
+        "Default: 1000000"
+    )
+    question = (
+        "How many points does the resolver give by default for leaving a Recommends relationship unresolved?"
+    )
+    draft = generator.generate(question, make_passages((entry,)))
+    assert not draft.refused
+    assert draft.sentences[0].text == "Default: -200"
+
+
+def test_a_code_names_a_value_line_through_its_entry(generator: ExtractiveGenerator) -> None:
+    """ "X11" is a code of the question; "The default is 10." does not repeat it, its entry does."""
+    entry = (
+        "X11DisplayOffset\n\n"
+        "Specifies the first display number available for sshd(8)'s X11 forwarding. This prevents "
+        "sshd from interfering with real X11 servers. The default is 10."
+    )
+    other = "DISPLAY: The DISPLAY variable indicates the location of the X11 server, an integer >= 1."
+    draft = generator.generate(
+        "What is the first display number sshd hands out for forwarded X11 sessions?",
+        make_passages((other, entry)),
+    )
+    texts = [s.text for s in draft.sentences]
+    # quoted after its entry's term line, before any sentence of the other passage
+    assert texts[:2] == ["X11DisplayOffset", "The default is 10."]

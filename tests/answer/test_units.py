@@ -98,6 +98,10 @@ def test_leads(text: str, trail: tuple[str, ...], expected: list[list[str]]) -> 
         ("The command accepts the following options:", False),  # a sentence; may name the answer
         ("From a command prompt they can be removed by", True),
         ("smtpd_recipient_limit (default: 1000)", False),
+        # a caption's label alone is a number that answers nothing
+        ("Figure 2.7.", True),
+        ("Table 3", True),
+        ("Figure 2.7 shows the package list.", False),
     ],
 )
 def test_never_an_answer(text: str, never: bool) -> None:

@@ -160,3 +160,35 @@ def test_an_index_of_other_documents_is_not_mixed_in(beir: Path, tmp_path: Path)
     smaller = BeirDataset({k: v for k, v in other.corpus.items() if k != "d6"}, other.queries, other.qrels)
     with pytest.raises(CitelineError, match="another dataset"):
         evaluate_retrieval(smaller, beir, embedder="hashing", index=shared, cache_root=tmp_path / "c")
+
+
+def test_keyword_only_retrievals_are_reported_as_degraded(
+    beir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from citeline.cli.main import main
+    from citeline.index.sqlite.store import SqliteStore
+
+    def unreachable(*args: object, **kwargs: object) -> list[tuple[str, float]]:
+        raise ConnectionError("vector engine unreachable")
+
+    # the dense side fails on every query (the breaker then opens): each retrieval is keyword-only
+    monkeypatch.setattr(SqliteStore, "vector_search", unreachable)
+    dataset = load_dataset(beir)
+    report = evaluate_retrieval(dataset, beir, embedder="hashing", cache_root=tmp_path / "c", reranker="none")
+    assert report.degraded_queries == len(QUERIES)
+    assert sum(report.degraded.values()) == len(QUERIES)
+    assert all("vector engine unreachable" in why for why in report.degraded)
+    # the metrics are still computed, on what came back: the keyword side alone
+    assert report.stages["dense"].metrics["recall@100"] == 0.0
+    assert report.stages["bm25"].metrics["hit_rate@5"] == report.stages["fused"].metrics["hit_rate@5"] == 1.0
+    assert all(s.latency_ms["p50"] >= 0.0 for s in report.stages.values())
+
+    monkeypatch.setenv("CITELINE_EVAL_CACHE", str(tmp_path / "c"))
+    monkeypatch.setenv("COLUMNS", "300")
+    args = ["eval", "retrieval", "--beir", str(beir), "--embedder", "hashing", "--reranker", "none"]
+    table = CliRunner().invoke(main, args)
+    assert table.exit_code == 0, table.output
+    assert f"note: {len(QUERIES)} of {len(QUERIES)} queries were keyword-only" in table.output
+    as_json = CliRunner().invoke(main, [*args, "--json"])
+    assert as_json.exit_code == 0, as_json.output
+    assert json.loads(as_json.output)["degraded_queries"] == len(QUERIES)

@@ -105,7 +105,8 @@ def test_hnsw_serves_wide_searches_and_narrow_filters_stay_exact(pg_url: str, tm
         plan = "\n".join(
             r[0]
             for r in conn.execute(
-                f"EXPLAIN SELECT chunk_id FROM chunks ORDER BY embedding::vector({dim}) <=> %s::vector({dim}) LIMIT 10",
+                f"EXPLAIN SELECT chunk_id FROM chunks WHERE vector_dims(embedding) = {dim} "
+                f"ORDER BY embedding::vector({dim}) <=> %s::vector({dim}) LIMIT 10",
                 (str(query.tolist()),),
             )
         )

@@ -42,6 +42,8 @@ from citeline.query.slot import asked_slot
         ("Which Postfix tool tells me what TLS a server supports?", "which", "identifier", []),
         ("Which pipe(8) flag adds a Return-Path: header?", "which", "identifier", ["pipe(8)"]),
         ("What setting turns on STARTTLS?", "which", "identifier", []),
+        ("Which protocol can the external CA use to send signing requests?", "which", "identifier", []),
+        ("With which logging drivers does docker logs work?", "which", "identifier", []),
         ("What does setting soft_bounce = yes do?", "meaning", "definition", ["soft_bounce"]),
         ("What kind of files end up in the corrupt queue?", "meaning", "definition", []),
         ("What does SQLSTATE error code 40P01 mean?", "meaning", "definition", ["40P01"]),

@@ -13,6 +13,7 @@ import re
 from collections.abc import Sequence
 
 from citeline.answer.answer_type import can_answer
+from citeline.answer.relevance import evidence_words, term_present
 from citeline.answer.units import binding_contexts, chunk_units, never_an_answer
 from citeline.query.slot import Slot
 from citeline.types import Chunk, Hit, Passage
@@ -30,7 +31,7 @@ _NUMBER = re.compile(
 # A statement of the default: "(default: 1000)", "defaults to", "by default", "The default is",
 # "if not specified, ...", "unless set otherwise", "initially", "is assumed"
 _DEFAULT = re.compile(
-    r"\bdefault(?:s|ed)?\b|\bout of the box\b|\b(?:if|when) (?:[\w.-]+ ){0,3}?(?:is |are )?(?:not|no|unset|"
+    r"\bdefault(?:s|ed)?\b|\bout of the box\b|\b(?:if|when) (?:[\w.-]+ ){0,5}?(?:is |are )?(?:not|no|unset|"
     r"omitted|absent|missing|left (?:out|empty|unset)|none|empty|unspecified)\b|\bunless\b|"
     r"\binitial(?:ly)?\b|\bimplicit(?:ly)?\b|\bassumed?\b|\bnormally\b|\bfalls? back\b|\botherwise\b",
     _I,
@@ -66,6 +67,22 @@ _IDENTIFIER = re.compile(
 )
 
 
+# A line as it is typed: a command with its arguments ("set style boxplot fraction 0.95"), a
+# comment marker ("value # FIXED"), a prompt ("$ docker ps")
+_TYPED = re.compile(
+    r"^\s*(?:[$#>]\s|[a-z][\w.-]* (?:[\w.=,:/-]+ ){0,6}[\w.=,:/-]*\d[\w.]*\s*$)|\s#\s*[A-Z]{3,}", re.MULTILINE
+)
+
+
+# What a how-to answer names: an option, name=value, a `literal`, a snake_case or dotted name, a
+# path, or a command after the verb that runs it ("first use the command set rgbmax 1.0"); not
+# an acronym ("RGB components")
+_COMMAND = re.compile(
+    r"(?<![\w-])--?[A-Za-z][\w-]*|\b\w+\s?=\s?\S|`[^`]+`|[A-Za-z_]\w*(?:[._]\w+)+|(?<![\w.])/[\w.-]+/|"
+    r"\b(?:command|run|use|type|execute|enter|invoke)\s+[`'\"‘“]?[a-z][\w.-]*\s+[\w.-]+"
+)
+
+
 # The shape of each sort of name a "which" question may ask for
 _SORTS = {
     "environment variable": re.compile(r"\b[A-Z][A-Z0-9]*_[A-Z0-9_]+\b|\$[A-Z][A-Z0-9_]+"),
@@ -88,6 +105,29 @@ _UNIT = re.compile(
 )
 
 
+# Digits that are part of a name, not an amount: "X11", "sha256", "IPv6", "sshd(8)", "RFC4716"
+_NAMED_DIGITS = re.compile(r"\b[A-Za-z_][A-Za-z_-]*\d[\w-]*|\w\(\d[a-z]?\)")
+
+
+def _has_number(text: str) -> bool:
+    return _NUMBER.search(_NAMED_DIGITS.sub(" ", text)) is not None
+
+
+# A literal value: a number, a name, a quoted string, or a word that is a setting's value
+_LITERAL = re.compile(
+    r"[\"'“‘`]\S|(?:\b(?:is|are|to|be)|:)\s+(?:yes|no|on|off|true|false|enabled|disabled|none|unset|empty|"
+    r"unlimited|auto)\b",
+    _I,
+)
+
+
+def states_literal(text: str) -> bool:
+    """Whether ``text`` holds a literal value (a number, an identifier, a quoted string, yes/no
+    words): "Default settings: set history size 500" rather than "By default the history command
+    prints a line number"."""
+    return _has_number(text) or _IDENTIFIER.search(text) is not None or _LITERAL.search(text) is not None
+
+
 def states_value(slot: Slot, text: str) -> bool:
     """Whether ``text`` states a value of the kind ``slot`` asks for (the context not counted)."""
     attribute = slot.attribute
@@ -96,21 +136,23 @@ def states_value(slot: Slot, text: str) -> bool:
     if attribute == "default":
         return _DEFAULT.search(text) is not None
     if attribute == "maximum":
-        return _MAXIMUM.search(text) is not None and _NUMBER.search(text) is not None
+        return _MAXIMUM.search(text) is not None and _has_number(text)
     if attribute == "minimum":
-        return _MINIMUM.search(text) is not None and _NUMBER.search(text) is not None
+        return _MINIMUM.search(text) is not None and _has_number(text)
     if attribute == "version":
         return _VERSION_VALUE.search(text) is not None and _VERSION_CUE.search(text) is not None
     if attribute == "quantity":
-        return _NUMBER.search(text) is not None
+        return _has_number(text)
     if attribute == "which":
         shaped = _SORTS.get(slot.sort)
         return (shaped or _IDENTIFIER).search(text) is not None
     if attribute == "recommended":
-        return (
-            _ADVICE.search(text) is not None
-            and (_NUMBER.search(text) or _IDENTIFIER.search(text)) is not None
+        return _ADVICE.search(text) is not None and (
+            _has_number(text) or _IDENTIFIER.search(text) is not None
         )
+    if attribute == "procedure":
+        # how to do it: a command, an option, a setting written as it is typed
+        return _COMMAND.search(text) is not None or _TYPED.search(text) is not None
     if attribute == "when":
         return can_answer("date", text) and _says(slot, text)
     if attribute in ("who", "where"):
@@ -141,16 +183,30 @@ def _says(slot: Slot, text: str) -> bool:
 def bound_to_subject(slot: Slot, text: str) -> bool:
     """Whether ``text`` (a unit with its context) names the subject, or the slot names none."""
     named = slot.subject or slot.names
-    if not named:
-        return True
     lowered = text.lower()
+    if not named:
+        return _about_topic(slot.topic, lowered)
     return any(_mentions(name.lower().strip("`"), lowered) for name in named)
+
+
+# Share of the question's topic words a value's context must use when the question names no
+# subject ("Maximum is 3." under ssh-keygen's -d is no limit on a certificate's principals)
+TOPIC_SHARE = 1 / 3
+
+
+def _about_topic(topic: Sequence[str], lowered: str) -> bool:
+    if not topic:
+        return True
+    words = evidence_words(lowered)
+    return sum(term_present(t, words, lowered) for t in topic) >= TOPIC_SHARE * len(topic)
 
 
 def _mentions(name: str, text: str) -> bool:
     # "postconf(5)" is also written "postconf"; "-n" must not match inside "--no-x" or "an-n"
     base = re.sub(r"\(\d[a-z]?\)$", "", name)
-    return re.search(rf"(?<![\w-]){re.escape(base)}(?![\w])", text) is not None
+    # a word's inflections name it too ("fcntl-lock" in "will be fcntl-locked")
+    inflected = r"(?:e?s|e?d|ing)?" if base[-1:].isalpha() and len(base) > 3 else ""
+    return re.search(rf"(?<![\w-]){re.escape(base)}{inflected}(?![\w])", text) is not None
 
 
 def bears(slot: Slot, text: str, context: str) -> bool:

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, cast
 import numpy as np
 
 from citeline.answer.answer_type import can_answer, expected_type
-from citeline.answer.bearing import bears
+from citeline.answer.bearing import bears, states_literal
 from citeline.answer.citations import escape_markers
 from citeline.answer.relevance import weighted_coverage
 from citeline.answer.units import (
@@ -50,7 +50,7 @@ READER_LEAD = 0.9
 # better, 4 worse). Through the pipeline 0.2 gave +2 / +4, none worse on ConditionalQA.
 READER_WEIGHT = 0.2
 # The questions whose answer-bearing units lead the answer (query/slot.py)
-LEADING_ATTRIBUTES = frozenset({"default", "maximum", "minimum", "version", "quantity", "which"})
+LEADING_ATTRIBUTES = frozenset({"default", "maximum", "minimum", "version", "quantity", "which", "procedure"})
 
 
 @dataclass(frozen=True)
@@ -77,9 +77,32 @@ class Scored:
 def ranked(scored: list[Scored], query: Query) -> list[Scored]:
     """Best first: when the question asks for a value (a default, a limit, a version, an amount,
     which option), the units that state one about its subject lead, whatever their similarity."""
+    if query.slot.attribute == "default":
+        # a default stated as a value leads one that only says what happens by default
+        return sorted(
+            scored,
+            key=lambda s: (not s.exact, not s.bears, not (s.bears and states_literal(s.unit.text)), -s.score),
+        )
     if query.slot.attribute in LEADING_ATTRIBUTES:
         return sorted(scored, key=lambda s: (not s.exact, not s.bears, -s.score))
     return sorted(scored, key=lambda s: (not s.exact, -s.score))
+
+
+def _entry_similarity(
+    candidates: Sequence[tuple[int, Unit, str, tuple[Unit, ...], bool, str]], sims: np.ndarray
+) -> np.ndarray:
+    """A unit that states the asked value is as similar to the question as the entry it belongs to:
+    "The default is 10." resembles no question; "Specifies the first display number available for
+    X11 forwarding.", two sentences before it in X11DisplayOffset's entry, does. Its entry: the
+    units of its passage that its binding context holds (answer/units.py, ``binding_contexts``)."""
+    out = sims.copy()
+    for i, (n, _, _, _, bearing, about) in enumerate(candidates):
+        if not bearing:
+            continue
+        for j, (m, other, *_) in enumerate(candidates):
+            if m == n and j != i and other.text in about:
+                out[i] = max(out[i], sims[j])
+    return out
 
 
 def confidence(scored: Sequence[Scored]) -> float:
@@ -162,6 +185,10 @@ class ExtractiveGenerator:
         for j, i in enumerate(quoted):
             extra = units_at[len(candidates) + j]
             sims[i] = max(sims[i], float(extra @ vectors[0]), float(extra @ vectors[1]) if asking else 0.0)
+        if leading:
+            # the floor too: a right value line is not refused for resembling no question
+            # ("Default: -200" under "How much to reward leaving a Recommends unresolved")
+            sims, whole = _entry_similarity(candidates, sims), _entry_similarity(candidates, whole)
         weights = query.weights or None
         kind = expected_type(query.text)
         codes = exact_codes(query)
@@ -188,9 +215,11 @@ class ExtractiveGenerator:
             changed = asking or ranked_overlap != overlap or float(sim) != float(sim_whole)
             floor = unit_floor if changed else None
             # a unit that states the asked value about the subject answers whatever its form
+            named = f"{about}\n{unit.text}" if bearing else unit.text
             stated = bearing and query.slot.wants_value  # a default, a limit, a version, a name or date
             (scored if stated or can_answer(kind, contextual) else other_kinds).append(
-                Scored(n, unit, score, lead, floor, bearing, any(mentions(c, unit.text) for c in codes))
+                # a code names a value's unit through its entry ("X11DisplayOffset ... The default is 10.")
+                Scored(n, unit, score, lead, floor, bearing, any(mentions(c, named) for c in codes))
             )
         # The expected kind is a preference, not a requirement: when no unit has it ("How long may
         # the PROTO attribute be?" is answered by "up to 64 characters", no duration; "When do ldap

@@ -337,7 +337,15 @@ def never_an_answer(text: str) -> bool:
         # a lead-in that stops mid-sentence ("... can be removed by") without what it introduces;
         # one that ends with a colon is a sentence, and often names the answer itself
         return True
+    if _CAPTION.fullmatch(text.strip()):
+        return True
     return _POINTER.match(text) is not None and len(text.split()) <= POINTER_WORDS
+
+
+# A caption's label alone ("Figure 2.7.", "Table 3"): a number that answers nothing
+_CAPTION = re.compile(
+    r"(?:figure|fig\.|table|example|listing|chapter|section|step)\s+[\d.]+[a-z]?\.?", re.IGNORECASE
+)
 
 
 # A short line that names what the paragraph after it describes: an option line ("-n",
@@ -364,15 +372,26 @@ def binding_contexts(
         paragraphs[-1].append(unit)
     out: list[str] = []
     before: Unit | None = None
-    for paragraph in paragraphs:
+    for k, paragraph in enumerate(paragraphs):
+        # a line of its own ("Default: /var/lock/aptitude") is about the entry it opens too: the
+        # description that follows names the setting ("A file that will be fcntl-locked ...")
+        after = (
+            [u.text for u in paragraphs[k + 1] if u.kind in ("sentence", "lead")]
+            if len(paragraph) == 1 and _short(paragraph[0]) and k + 1 < len(paragraphs)
+            else []
+        )
         for unit in paragraph:
             if unit is term:
                 parts = [head, *(u.text for u in units if u is not unit)]
             else:
                 # a list item or table row is about what introduces its list, not its siblings
                 siblings = [u.text for u in paragraph if u is not unit and u.kind in ("sentence", "lead")]
-                parts = [head, *(u.text for u in (term, before) if u is not None), *siblings]
+                parts = [head, *(u.text for u in (term, before) if u is not None), *siblings, *after]
             out.append("\n".join(p for p in parts if p))
         last = paragraph[-1]
-        before = last if len(paragraph) == 1 and len(last.text.split()) <= TERM_LINE_WORDS else None
+        before = last if len(paragraph) == 1 and _short(last) else None
     return out
+
+
+def _short(unit: Unit) -> bool:
+    return len(unit.text.split()) <= TERM_LINE_WORDS

@@ -61,6 +61,17 @@ def retrieval_table(report: dict[str, Any]) -> Table:
     return table
 
 
+def degraded_note(report: dict[str, Any]) -> str | None:
+    """How many queries were keyword-only (the dense side failed or overran dense_timeout_ms), and why."""
+    if not report.get("degraded_queries"):
+        return None
+    reasons = "; ".join(f"{why} ({n})" for why, n in report.get("degraded", {}).items())
+    return (
+        f"note: {report['degraded_queries']} of {report['queries']} queries were keyword-only, "
+        f"their dense lists empty (the dense side degraded: {reasons})"
+    )
+
+
 @eval_group.command("retrieval")
 @click.option(
     "--beir",
@@ -157,3 +168,6 @@ def retrieval_command(
         click.echo(json.dumps(data, indent=2))
     else:
         Console().print(retrieval_table(data))
+        note = degraded_note(data)
+        if note:
+            Console().print(note, markup=False, highlight=False)

@@ -23,6 +23,11 @@ always reported) and ``reranked`` (the reranker over the chosen fusion). Latency
 per stage, measured at the product's depth, as a user of that stage alone would pay it: ``dense``
 includes embedding the query, ``fused`` both searches and resolving the hits, ``reranked`` all of
 that plus reranking.
+
+A query whose dense side failed, overran ``dense_timeout_ms`` or was skipped by the open circuit
+(retrieval/breaker.py) is keyword-only, as in the product: it is scored as it came back (no dense
+list), counted in the report's ``degraded_queries`` (``degraded``: why, for how many), and its
+dense latency is how long it waited for the dense side before going on without it.
 """
 
 from __future__ import annotations
@@ -31,6 +36,7 @@ import gzip
 import hashlib
 import json
 import time
+from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -44,6 +50,7 @@ from citeline.jsonable import Jsonable, json_spec, omit_always
 from citeline.kb import KnowledgeBase, open_kb
 from citeline.rerank.base import Reranker
 from citeline.retrieval.fusion import convex_combination, reciprocal_rank_fusion
+from citeline.retrieval.hybrid import Retrieval
 from citeline.settings import Settings, cache_root, is_url, load_settings, redact_url
 from citeline.types import Hit
 
@@ -305,6 +312,10 @@ class RetrievalReport(Jsonable):
     depth: int
     index: dict[str, Any] = field(default_factory=dict)
     stages: dict[str, StageResult] = field(kw_only=True)
+    #: how many queries were keyword-only (the dense side degraded), and the most common reasons
+    #: why: {reason: how many queries}
+    degraded_queries: int = 0
+    degraded: dict[str, int] = field(default_factory=dict)
     #: the documents each stage ranked per query (``keep_runs``): kept on the object, not in the JSON
     runs: dict[str, dict[str, list[str]]] = field(
         default_factory=dict, repr=False, metadata=json_spec(omit=omit_always)
@@ -316,6 +327,25 @@ def rerank_hits(reranker: Reranker | None, query: str, hits: Sequence[Hit], dept
     if reranker is None or depth <= 0:
         return list(hits)
     return [*reranker.rerank(query, hits[:depth]), *hits[depth:]]
+
+
+@dataclass
+class QueryRuns:
+    """What running a dataset's queries gave: document runs ({stage: {query id: doc ids}}),
+    per-query latencies ({stage: [ms]}) and why queries were keyword-only ({query id: reason})."""
+
+    runs: dict[str, dict[str, list[str]]]
+    latency: dict[str, list[float]]
+    degraded: dict[str, str]
+
+
+def dense_ms(retrieval: Retrieval) -> float:
+    """What the dense side of a retrieval took: embedding the query and searching, or, when it
+    degraded, how long the retrieval waited for it (the keyword side ran meanwhile)."""
+    t = retrieval.timings_ms
+    if retrieval.degraded is None:
+        return t["embed_query"] + t["dense"]
+    return t["bm25"] + t.get("dense_wait", 0.0)
 
 
 def run_queries(
@@ -330,8 +360,8 @@ def run_queries(
     depth: int = DEFAULT_DEPTH,
     progress: Progress | None = None,
     on_query: Callable[[str, str, list[Hit]], None] | None = None,
-) -> tuple[dict[str, dict[str, list[str]]], dict[str, list[float]]]:
-    """Document runs ({stage: {query id: doc ids}}) and per-query latencies ({stage: [ms]}).
+) -> QueryRuns:
+    """Document runs, per-query latencies and the queries that were keyword-only (QueryRuns).
 
     Each query is retrieved twice: once ``depth`` deep, for the metrics of the first stages, and
     once as the product retrieves (``top_k`` per stage, at least ``rerank_depth``), which is what
@@ -349,6 +379,7 @@ def run_queries(
         s: {} for s in ("bm25", "dense", "fused", f"fused_{other}", "reranked")
     }
     latency: dict[str, list[float]] = {s: [] for s in runs}
+    degraded: dict[str, str] = {}
     for qid, query in dataset.queries.items():
         deep = retriever.retrieve(query, Filter.admin(), k=depth, fusion=fusion, rrf_k=rrf_k, alpha=alpha)
         if other == "convex":
@@ -377,17 +408,21 @@ def run_queries(
                 documents_by_best_chunk([h.chunk.id for h in reranked], chunk_to_doc) + runs["fused"][qid]
             )
         )
-        t = live.timings_ms
+        why = deep.degraded or live.degraded
+        if why is not None:
+            degraded[qid] = why
+        t, dense = live.timings_ms, dense_ms(live)
         latency["bm25"].append(t["bm25"])
-        latency["dense"].append(t["embed_query"] + t["dense"])
+        latency["dense"].append(dense)
         latency["fused"].append(total)
-        latency[f"fused_{other}"].append(t["embed_query"] + t["bm25"] + t["dense"] + alt_ms)
+        # both searches, or (degraded) the keyword search and the wait for the dense side
+        latency[f"fused_{other}"].append((t["bm25"] if live.degraded is None else 0.0) + dense + alt_ms)
         latency["reranked"].append(total + rerank_ms)
         if on_query is not None:
             on_query(qid, query, live.hits)
         if progress:
             progress("queries", 1)
-    return runs, latency
+    return QueryRuns(runs, latency, degraded)
 
 
 def evaluate_retrieval(
@@ -418,7 +453,7 @@ def evaluate_retrieval(
             from citeline.registry import registry
 
             rr = registry.create("reranker", reranker, kb.components)
-        runs, latency = run_queries(
+        ran = run_queries(
             kb,
             dataset,
             built.chunk_to_doc,
@@ -429,6 +464,7 @@ def evaluate_retrieval(
             depth=depth,
             progress=progress,
         )
+        runs, latency = ran.runs, ran.latency
         if rr is None:
             del runs["reranked"], latency["reranked"]
         stages = {
@@ -451,6 +487,8 @@ def evaluate_retrieval(
             rerank_depth=rerank_depth,
             depth=depth,
             stages=stages,
+            degraded_queries=len(ran.degraded),
+            degraded=dict(Counter(ran.degraded.values()).most_common(5)),
             index={
                 "folder": redact_url(str(built.kb.settings.index)),
                 "built": built.built,

@@ -41,6 +41,16 @@ _GENERIC_NOUNS = frozenset(
     "option error code line tier plan stage day week month year room floor building".split()
 )
 # "30,000": one number, not the terms "30" and "000"
+# Words that say what is asked (a default, a limit, a version), not what it is about
+ASKING_WORDS = frozenset(
+    """default defaults maximum max minimum min limit limits version versions release value values
+    unless otherwise configured configure set setting change specify specified give given name named
+    pass told anything nothing left unset omitted first kind sort type happens happen mean means
+    long often big large small exactly number amount count one without cannot asked ask naming""".split()
+)
+# A configuration name written in CamelCase ("MaxSolutions", "PerSourceMaxStartups"): as exact as a
+# snake_case one, so a question naming one that no passage mentions is not about these documents
+_CAMEL_CASE = re.compile(r"\b[A-Z][a-z]+(?:[A-Z][a-z0-9]+)+\b|\b[a-z]+(?:[A-Z][a-z0-9]+)+\b")
 _GROUPED_NUMBER = re.compile(r"(?<![\d.,])\d{1,3}(?:,\d{3})+(?!\d|[.,]\d)")
 _UNSPACED_STOP = re.compile(r"(?<=[a-z])\.(?=[A-Z][a-z])")
 _VERSIONED_NAME = re.compile(r"\b(?<![\w-])([A-Z][\w-]*+)\s+(v?\d+(?:\.\d+)*)\b")
@@ -85,7 +95,8 @@ def analyze(question: str | Query) -> Query:
     text = _UNSPACED_STOP.sub(". ", " ".join(question.split()))
     asking = focus(text)
     focus_terms = tuple(query_terms(asking))
-    codes = [t for t in focus_terms if is_code(t)] + versioned_names(asking)
+    camel = {m.lower() for m in _CAMEL_CASE.findall(asking)}
+    codes = [t for t in focus_terms if is_code(t) or t in camel] + versioned_names(asking)
     grouped = _GROUPED_NUMBER.findall(asking)
     pieces = {piece for number in grouped for piece in number.split(",")}
     names = [
@@ -93,7 +104,10 @@ def analyze(question: str | Query) -> Query:
         for t in focus_terms
         if is_identifier(t) and not is_code(t) and t not in pieces and not english_compound(t)
     ]
-    names += [number.replace(",", "") for number in grouped] + named_terms(asking)
+    known_codes = set(codes)
+    names += [number.replace(",", "") for number in grouped] + [
+        t for t in named_terms(asking) if t not in known_codes
+    ]
     qualifiers = version_qualifiers(asking)
     if qualifiers:
         numbers = {q.split()[-1].lower() for q in qualifiers}
@@ -115,7 +129,11 @@ def analyze(question: str | Query) -> Query:
         years=frozenset(_YEAR.findall(asking)),
         unknown=tuple(unknown_words(t for t in focus_terms if t not in known)),
         qualifiers=tuple(qualifiers),
-        slot=replace(asked_slot(asking), names=tuple(n for n in names if not n.isdigit())),
+        slot=replace(
+            asked_slot(asking),
+            names=tuple(n for n in names if not n.isdigit()),
+            topic=tuple(t for t in focus_terms if t not in ASKING_WORDS and t not in known),
+        ),
     )
 
 

@@ -106,8 +106,10 @@ _RULES: tuple[tuple[Attribute, re.Pattern[str]], ...] = (
         re.compile(
             r"\bdefaults?\b|\bout of the box\b|\bif (?:i|you|we) (?:don't|do not|didn't|never) "
             r"(?:set|give|name|specify|configure|change|pass|use)|\bunless (?:i|you) (?:set|configure|change|pass|"
-            r"give|use)|\bunless told otherwise\b|\bwithout (?:--?[A-Za-z][\w-]*|passing|giving|specifying)\b|"
+            r"give|use)|\bunless told otherwise\b|"
+            r"\bwithout (?:--?[A-Za-z][\w-]*|passing|giving|specifying|naming|setting|configuring|choosing)\b|"
             r"\bif (?:it is |it's )?(?:not set|unset|omitted|left (?:empty|unset))\b|"
+            r"\b(?:is|are) (?:not (?:set|configured|specified|given|passed)|unset|omitted|left (?:empty|unset|out))\b|"
             r"\b(?:if|when) (?:none|nothing|no \w+) (?:is|are) (?:given|set|specified|configured|passed)\b|"
             r"\bunless (?:specified|set|given|configured)\b|\bwithout (?:any )?"
             r"(?:configuration|setting it)\b",
@@ -144,7 +146,8 @@ _RULES: tuple[tuple[Attribute, re.Pattern[str]], ...] = (
             r"methods?|class(?:es)?|attributes?|fields?|arguments?|propert(?:y|ies)|modules?|tables?|"
             r"librar(?:y|ies)|packages?|headers?|signals?|groups?|accounts?|services?|macros?|"
             r"features?|endpoints?|env(?:ironment)? variables?|switch(?:es)?|subcommands?|"
-            r"utilit(?:y|ies)|action|argument|syntax)\b",
+            r"utilit(?:y|ies)|action|argument|syntax|protocols?|drivers?|criteri(?:a|on)|formats?|modes?|"
+            r"ciphers?|algorithms?|(?:search )?terms?|patterns?|codes?)\b",
             _I,
         ),
     ),
@@ -234,6 +237,10 @@ class Slot:
     #: a question that names no identifier names its subject by proper names ("the resolver's
     #: Infinity score", "a Milter"): a value is bound to one of them, else to nothing
     names: tuple[str, ...] = ()
+    #: the question's other content words ("principals", "certificate" in "What is the maximum
+    #: number of principals one certificate can list?"): with no subject or name, a value is bound
+    #: to what its context says about them
+    topic: tuple[str, ...] = ()
 
     @property
     def wants_value(self) -> bool:

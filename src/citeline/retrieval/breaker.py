@@ -7,10 +7,17 @@ keyword results only and says so (``Retrieval.degraded``, the trace's ``degraded
 ``degraded``). After ``breaker_failures`` failures or overruns in a row the circuit opens: for
 ``breaker_cooldown_s`` no query waits for the dense side at all; then one query tries it again
 (half-open) and a success closes the circuit.
+
+A call that overran its budget goes on running on its thread (a thread cannot be stopped). At
+interpreter exit those threads are waited for, up to ``EXIT_WAIT_S``: a daemon thread still in
+onnxruntime (importing it, loading the model, embedding the query) while the interpreter finalizes
+ends in C++'s std::terminate, and the process aborts after its answer was printed ("terminate
+called without an active exception", exit status 134; tests/retrieval/test_dense_exit.py).
 """
 
 from __future__ import annotations
 
+import atexit
 import threading
 import time
 from collections.abc import Callable
@@ -20,6 +27,34 @@ from dataclasses import dataclass
 from typing import Generic, TypeVar
 
 T = TypeVar("T")
+
+#: how long interpreter exit waits for dense calls still running (an embedding, a vector search);
+#: one that runs longer is left to end with the process, as before
+EXIT_WAIT_S = 10.0
+_running: set[threading.Thread] = set()
+_running_lock = threading.Lock()
+_exit_hooked = False
+
+
+def _wait_for_running_calls(timeout_s: float | None = None) -> int:
+    """Wait for the dense calls still running (at exit, before finalization; see the module
+    docstring); how many were still running when it stopped waiting."""
+    deadline = time.monotonic() + (EXIT_WAIT_S if timeout_s is None else timeout_s)
+    with _running_lock:
+        threads = list(_running)
+    for thread in threads:
+        thread.join(max(deadline - time.monotonic(), 0.0))
+    return sum(t.is_alive() for t in threads)
+
+
+def _track(thread: threading.Thread) -> None:
+    global _exit_hooked
+    with _running_lock:
+        _running.difference_update([t for t in _running if not t.is_alive()])  # ended before being tracked
+        _running.add(thread)
+        if not _exit_hooked:
+            atexit.register(_wait_for_running_calls)
+            _exit_hooked = True
 
 
 @dataclass(frozen=True)
@@ -66,8 +101,8 @@ class CircuitBreaker:
         return "open"
 
     def _start(self, fn: Callable[[], T]) -> Future[T] | None:
-        """Run ``fn`` on a daemon thread (a call that never returns cannot hold the process at
-        exit); None when every slot is taken by calls that have not returned."""
+        """Run ``fn`` on a daemon thread (a call that never returns holds the process at exit for
+        EXIT_WAIT_S at most); None when every slot is taken by calls that have not returned."""
         if not self._slots.acquire(blocking=False):
             return None
         done: Future[T] = Future()
@@ -79,8 +114,12 @@ class CircuitBreaker:
                 done.set_exception(exc)
             finally:
                 self._slots.release()
+                with _running_lock:
+                    _running.discard(threading.current_thread())
 
-        threading.Thread(target=run, name="citeline-dense", daemon=True).start()
+        thread = threading.Thread(target=run, name="citeline-dense", daemon=True)
+        thread.start()
+        _track(thread)  # after start: join() refuses a thread not started; a finished one returns at once
         return done
 
     def submit(self, fn: Callable[[], T]) -> Future[T] | Outcome[T]:

@@ -163,11 +163,23 @@ def statements(script: str) -> list[str]:
     return [s.strip() for s in script.split(";") if s.strip()]
 
 
+def of_dimension(dim: int, column: str = "embedding") -> str:
+    """The HNSW index's predicate: the rows whose vector has the active embedder's dimension.
+
+    A dense query names it too, so that the planner may use the (partial) index."""
+    return f"vector_dims({column}) = {int(dim)}"
+
+
 def hnsw_index_sql(dim: int) -> str:
-    """The HNSW index over the active embedder's vectors (cosine), on a cast to its dimension."""
+    """The HNSW index over the active embedder's vectors (cosine), on a cast to its dimension.
+
+    Partial (``of_dimension``): building an index reads the row versions that an update left behind
+    too (in the same transaction, or still visible to another one), and casting a vector of the
+    previous embedder to this dimension fails ("expected 256 dimensions, not 384"): a reindex to
+    an embedder of another width swaps and builds the index in one transaction."""
     return (
         f"CREATE INDEX IF NOT EXISTS chunks_embedding_hnsw ON chunks "
-        f"USING hnsw ((embedding::vector({int(dim)})) vector_cosine_ops)"
+        f"USING hnsw ((embedding::vector({int(dim)})) vector_cosine_ops) WHERE {of_dimension(dim)}"
     )
 
 

@@ -33,6 +33,7 @@ import numpy as np
 from citeline.filters import Filter
 from citeline.index.base import Vector
 from citeline.index.postgres.connection import PostgresConnections
+from citeline.index.postgres.schema import of_dimension
 from citeline.index.postgres.text import KeywordQuery
 from citeline.index.sql.dialect import POSTGRES
 from citeline.index.sql.filters import filter_sql
@@ -261,18 +262,21 @@ class PostgresSearch(PostgresConnections, SqlStore):
                 ef = min(1000, max(self.ef_search, k, math.ceil(2 * k * total / allowed)))
                 conn.execute("SELECT set_config('hnsw.ef_search', %s, true)", (str(ef),))
                 expr = f"(c.embedding::vector({dim})) <=> %s::vector({dim})"
+                indexed = of_dimension(dim, "c.embedding")  # the partial index's predicate (schema.py)
                 if not cond or self.iterative_scan:
                     if self.iterative_scan:  # pgvector >= 0.8 keeps scanning until k rows pass
                         conn.execute("SELECT set_config('hnsw.iterative_scan', 'strict_order', true)")
                     rows = conn.execute(
-                        f"SELECT c.chunk_id, {expr} AS d FROM chunks c {where} ORDER BY {expr} LIMIT %s",
+                        f"SELECT c.chunk_id, {expr} AS d FROM chunks c WHERE {indexed} "
+                        f"{'AND ' + cond if cond else ''} ORDER BY {expr} LIMIT %s",
                         [query, *params, query, k],
                     ).fetchall()
                 else:  # the index's ef nearest, then the filter (what pgvector < 0.8 does anyway)
                     outer, outer_params = self._filter(flt, "x.document_id")
                     rows = conn.execute(
                         f"SELECT x.chunk_id, x.d FROM (SELECT c.chunk_id, c.document_id, {expr} AS d "
-                        f"FROM chunks c ORDER BY {expr} LIMIT %s) x WHERE {outer} ORDER BY x.d LIMIT %s",
+                        f"FROM chunks c WHERE {indexed} ORDER BY {expr} LIMIT %s) x WHERE {outer} "
+                        "ORDER BY x.d LIMIT %s",
                         [query, query, ef, *outer_params, k],
                     ).fetchall()
             if exact or (self.hnsw_fallback and len(rows) < min(k, allowed)):
