@@ -26,13 +26,12 @@ from typing import Any
 
 import numpy as np
 
+from citeline.eval.datasets import limit_queries, load_dataset
 from citeline.eval.metrics import evaluate, ndcg_at_k
 from citeline.eval.retrieval_run import (
     DEFAULT_DEPTH,
     documents_by_best_chunk,
     evaluate_retrieval,
-    limit_queries,
-    load_dataset,
     open_eval_index,
 )
 from citeline.filters import Filter

@@ -9,13 +9,12 @@ import pytest
 from click.testing import CliRunner
 
 from citeline.eval.beir import BeirDataset, BeirDoc
+from citeline.eval.datasets import limit_queries, load_dataset
 from citeline.eval.retrieval_run import (
     STAGE_ORDER,
     cache_key,
     documents_by_best_chunk,
     evaluate_retrieval,
-    limit_queries,
-    load_dataset,
 )
 from datasets import shared_dataset
 

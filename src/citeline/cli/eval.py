@@ -124,6 +124,7 @@ def retrieval_command(
     as_json: bool,
 ) -> None:
     """nDCG@10, Recall@10/100, MRR@10 and hit-rate@5 per stage, with p50/p95 latency per query."""
+    from citeline.eval import datasets
     from citeline.eval import retrieval_run as ev
     from citeline.rerank import DEFAULT_RERANKER
     from citeline.settings import load_settings
@@ -137,7 +138,7 @@ def retrieval_command(
             chosen_reranker = "learned"  # MaxSim needs a transformer's token vectors
     err = Console(stderr=True)
     try:
-        dataset = ev.limit_queries(ev.load_dataset(beir, split), limit_queries)
+        dataset = datasets.limit_queries(datasets.load_dataset(beir, split), limit_queries)
         with err.status("Opening the evaluation index (the first run embeds the corpus)...") as status:
             done: dict[str, int] = {}
 
