@@ -278,13 +278,7 @@ class SqliteSearch(SqliteConnections, SqlStore):
             hits = self._engines.vector_search(self.conn, vector, flt, k, state)
             return self._ids_for_rowids(hits)
         dense = self._dense_matrix()
-        allowed = None
-        if not flt.is_empty:
-            cond, params = filter_sql(flt, "document_id", SQLITE)
-            allowed = np.fromiter(
-                (r[0] for r in self.conn.execute(f"SELECT rowid FROM chunks WHERE {cond}", params)),
-                dtype=np.int64,
-            )
+        allowed = self._allowed_rowids(flt)
         return self._ids_for_rowids(dense.search(np.asarray(vector, dtype=np.float32), k, allowed))
 
     def pending_vector_search(self, vector: Vector, flt: Filter, k: int) -> list[tuple[str, float]]:
@@ -294,14 +288,18 @@ class SqliteSearch(SqliteConnections, SqlStore):
         pending = self._pending_matrix(fast)
         if len(pending) == 0:
             return []
-        allowed = None
-        if not flt.is_empty:
-            cond, params = filter_sql(flt, "document_id", SQLITE)
-            allowed = np.fromiter(
-                (r[0] for r in self.conn.execute(f"SELECT rowid FROM chunks WHERE {cond}", params)),
-                dtype=np.int64,
-            )
+        allowed = self._allowed_rowids(flt)
         return self._ids_for_rowids(pending.search(np.asarray(vector, dtype=np.float32), k, allowed))
+
+    def _allowed_rowids(self, flt: Filter) -> np.ndarray | None:
+        """The rowids of the chunks ``flt`` lets the asker read (None: every chunk)."""
+        if flt.is_empty:
+            return None
+        cond, params = filter_sql(flt, "document_id", SQLITE)
+        return np.fromiter(
+            (r[0] for r in self.conn.execute(f"SELECT rowid FROM chunks WHERE {cond}", params)),
+            dtype=np.int64,
+        )
 
     def _pending_matrix(self, fast: str) -> DenseMatrix:
         """The fast vectors of the pending chunks, read again whenever the generation moves (a
