@@ -89,20 +89,27 @@ def ranked(scored: list[Scored], query: Query) -> list[Scored]:
 
 
 def _entry_similarity(
-    candidates: Sequence[tuple[int, Unit, str, tuple[Unit, ...], bool, str]], sims: np.ndarray
-) -> np.ndarray:
+    candidates: Sequence[tuple[int, Unit, str, tuple[Unit, ...], bool, str]], *scores: np.ndarray
+) -> list[np.ndarray]:
     """A unit that states the asked value is as similar to the question as the entry it belongs to:
     "The default is 10." resembles no question; "Specifies the first display number available for
     X11 forwarding.", two sentences before it in X11DisplayOffset's entry, does. Its entry: the
-    units of its passage that its binding context holds (answer/units.py, ``binding_contexts``)."""
-    out = sims.copy()
-    for i, (n, _, _, _, bearing, about) in enumerate(candidates):
-        if not bearing:
-            continue
-        for j, (m, other, *_) in enumerate(candidates):
-            if m == n and j != i and other.text in about:
-                out[i] = max(out[i], sims[j])
-    return out
+    units of its passage that its binding context holds (answer/units.py, ``binding_contexts``).
+    Each of ``scores`` (one value per candidate) is lifted so; the entries are found once."""
+    entries = [
+        [j for j, (m, other, *_) in enumerate(candidates) if m == n and j != i and other.text in about]
+        for i, (n, _, _, _, bearing, about) in enumerate(candidates)
+        if bearing
+    ]
+    bearing_at = [i for i, c in enumerate(candidates) if c[4]]
+    lifted = []
+    for values in scores:
+        out = values.copy()
+        for i, entry in zip(bearing_at, entries, strict=True):
+            if entry:
+                out[i] = max(out[i], values[entry].max())
+        lifted.append(out)
+    return lifted
 
 
 def confidence(scored: Sequence[Scored]) -> float:
@@ -188,7 +195,7 @@ class ExtractiveGenerator:
         if leading:
             # the floor too: a right value line is not refused for resembling no question
             # ("Default: -200" under "How much to reward leaving a Recommends unresolved")
-            sims, whole = _entry_similarity(candidates, sims), _entry_similarity(candidates, whole)
+            sims, whole = _entry_similarity(candidates, sims, whole)
         weights = query.weights or None
         kind = expected_type(query.text)
         codes = exact_codes(query)
