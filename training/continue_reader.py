@@ -75,6 +75,15 @@ def from_packaged(folder: Path = PACKAGED) -> CrossEncoder:
     return model
 
 
+def log_step(step: int, steps: int, loss: float, rate: float) -> None:
+    """Every 25th step and the last: one JSON line of progress (the trainers' shared log format)."""
+    if step % 25 == 0 or step == steps:
+        print(
+            json.dumps({"step": step, "of": steps, "loss": round(loss, 4), "pairs_per_s": round(rate, 1)}),
+            flush=True,
+        )
+
+
 def load(data: Path, sets: list[str]) -> list[dict[str, Any]]:
     rows = []
     for name in sets:
@@ -211,19 +220,7 @@ def main() -> None:
         torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
         opt.step()
         sched.step()
-        if step % 25 == 0 or step == len(plan):
-            rate = step * args.batch / (time.perf_counter() - started)
-            print(
-                json.dumps(
-                    {
-                        "step": step,
-                        "of": len(plan),
-                        "loss": round(loss.item(), 4),
-                        "pairs_per_s": round(rate, 1),
-                    }
-                ),
-                flush=True,
-            )
+        log_step(step, len(plan), loss.item(), step * args.batch / (time.perf_counter() - started))
     if plan:
         torch.save(model.state_dict(), args.out / "model.pt")
     report: dict[str, Any] = {"train": args.train, "eval": args.eval, "pairs": len(train), "steps": len(plan)}

@@ -30,7 +30,7 @@ from typing import Any
 import torch
 from torch import nn
 
-from training.continue_reader import PREFIXES, from_packaged, load, measure, thinned
+from training.continue_reader import PREFIXES, from_packaged, load, log_step, measure, thinned
 from training.train import batches, tokenizer
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -227,19 +227,7 @@ def main() -> None:
         loss.backward()
         torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
         opt.step()
-        if step % 25 == 0 or step == len(plan):
-            rate = step * 32 / (time.perf_counter() - started)
-            print(
-                json.dumps(
-                    {
-                        "step": step,
-                        "of": len(plan),
-                        "loss": round(loss.item(), 4),
-                        "pairs_per_s": round(rate, 1),
-                    }
-                ),
-                flush=True,
-            )
+        log_step(step, len(plan), loss.item(), step * 32 / (time.perf_counter() - started))
     torch.save(model.state_dict(), args.out / "model.pt")
     for r, v in zip(held, scores(model, encode(tok, held, answers)), strict=True):
         r["span"] = v
