@@ -14,7 +14,6 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from citeline.answer.generators.base import Generator
 from citeline.errors import (
     AccessError,
     DocumentNotFoundError,
@@ -34,6 +33,7 @@ from citeline.wiring import Components, open_store
 if TYPE_CHECKING:
     from citeline.access import ApiKeys
     from citeline.answer.answerer import ProgressListener, SentenceListener
+    from citeline.answer.generators.base import Generator
     from citeline.ingest.files import Listings
     from citeline.ingest.pipeline import Ingestor, IngestReport, Progress
     from citeline.ingest.readd import StoredFilesMemo
