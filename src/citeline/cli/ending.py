@@ -7,7 +7,8 @@ command calls ``end_quickly()`` and closes its index itself; ``run``, the progra
 then does what shutdown does that matters (waits for the threads that are not daemons, runs the
 atexit handlers, flushes standard output and error) and leaves with ``os._exit``.
 
-Only ``run`` ends a process this way: code that calls ``main`` (click's test runner, an
+Only ``run`` ends a process this way, and not under a profiler or tracer (``python -m cProfile``
+writes its report after ``main``): code that calls ``main`` (click's test runner, an
 application) gets its SystemExit as always.
 """
 
@@ -41,8 +42,8 @@ def run(main: Callable[[], object]) -> NoReturn:
         if not _quick:
             raise
         code = _exit_code(stop.code)
-    if not _quick:
-        sys.exit(code)
+    if not _quick or sys.getprofile() is not None or sys.gettrace() is not None:
+        sys.exit(code)  # a profiler or tracer (python -m cProfile, a debugger) reports after main
     _finish(code)
 
 
