@@ -24,7 +24,7 @@ import numpy.typing as npt
 
 from citeline.errors import ConfigError
 from citeline.inference.batching import length_batches
-from citeline.inference.session import CpuSession
+from citeline.inference.session import Background, CpuSession
 from citeline.query.analysis import Query, analyze
 from citeline.types import Hit, StageScore
 
@@ -43,8 +43,6 @@ class OnnxPairScorer:
     def __init__(
         self, folder: Path, *, max_tokens: int = 512, batch_size: int = 16, threads: int | None = None
     ):
-        from tokenizers import Tokenizer
-
         model, tok = folder / "model.onnx", folder / "tokenizer.json"
         for p in (model, tok):
             if not p.is_file():
@@ -52,12 +50,15 @@ class OnnxPairScorer:
                     f"Cross-encoder folder {folder}: {p.name} is missing (need model.onnx and tokenizer.json)."
                 )
         self.batch_size, self.max_tokens = batch_size, max_tokens
-        self._tokenizer = Tokenizer.from_file(str(tok))
-        self._tokenizer.enable_truncation(max_tokens, strategy="longest_first")  # a long question too
-        self._tokenizer.enable_padding()
-        # every use scores many pairs (hundreds of tokens or more): optimised from the start, and
-        # built in the background: a one-shot `ask` retrieves meanwhile
+        # the tokenizer (~0.05 s holding the GIL) and the model load in threads: a one-shot `ask`
+        # retrieves meanwhile, waiting mostly on SQLite and onnxruntime, which release the GIL
+        self._tokenizer_loader = Background(lambda: _pair_tokenizer(tok, max_tokens))
+        # every use scores many pairs (hundreds of tokens or more): optimised from the start
         self._session = CpuSession(model, threads, optimize_after=0, background=True)
+
+    @property
+    def _tokenizer(self) -> Any:
+        return self._tokenizer_loader.result()
 
     @functools.cached_property
     def _inputs(self) -> frozenset[str]:
@@ -93,6 +94,15 @@ class OnnxPairScorer:
         if logits.shape[-1] == 1:
             return logits[:, 0]
         return logits[:, -1] - logits[:, 0]  # two classes: the log-odds of "relevant"
+
+
+def _pair_tokenizer(path: Path, max_tokens: int) -> Any:
+    from tokenizers import Tokenizer
+
+    tokenizer = Tokenizer.from_file(str(path))
+    tokenizer.enable_truncation(max_tokens, strategy="longest_first")  # a long question too
+    tokenizer.enable_padding()
+    return tokenizer
 
 
 class SentenceTransformersPairScorer:
