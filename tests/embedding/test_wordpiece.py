@@ -35,9 +35,20 @@ def questions() -> list[str]:
     return texts
 
 
+def document_passages() -> list[str]:
+    """Every paragraph of the sample documents (line breaks kept), as an answer's units are."""
+    texts = []
+    for path in sorted((ROOT / "samples").rglob("*")):
+        if path.suffix in {".md", ".txt", ".rst", ".html"}:
+            texts += [
+                p for p in path.read_text(encoding="utf-8", errors="replace").split("\n\n") if p.strip()
+            ]
+    return texts
+
+
 def random_texts(count: int) -> list[str]:
     rng = random.Random(37)
-    alphabet = string.ascii_letters + string.digits + string.punctuation + "     "
+    alphabet = string.ascii_letters + string.digits + string.punctuation + "     \t\n\r"
     words = ["container", "memory", "--memory-swap", "dockerd", "unaffable", "##ing", "x" * 120, "[cls]"]
     out = []
     for _ in range(count):
@@ -55,21 +66,23 @@ def rules_and_library(tmp_path_factory: pytest.TempPathFactory) -> tuple[object,
     return rules, library()
 
 
-@pytest.mark.parametrize("texts", [questions(), random_texts(3000)], ids=["questions", "random"])
+@pytest.mark.parametrize(
+    "texts", [questions(), document_passages(), random_texts(3000)], ids=["questions", "documents", "random"]
+)
 def test_the_ids_are_the_librarys_for_every_text_the_rules_cover(
     rules_and_library: tuple[object, Tokenizer], texts: list[str]
 ) -> None:
     rules, tokenizer = rules_and_library
     covered = [(t, rules.ids(t)) for t in texts]  # type: ignore[attr-defined]
     covered = [(t, ids) for t, ids in covered if ids is not None]
-    assert len(covered) >= 0.9 * len(texts)  # questions are plain ASCII nearly always
+    assert len(covered) >= 0.8 * len(texts)  # plain ASCII nearly always
     expected = [e.ids for e in tokenizer.encode_batch([t for t, _ in covered])]
     assert [ids for _, ids in covered] == expected
 
 
 @pytest.mark.parametrize(
     "text",
-    ["a\ttab", "two\nlines", "café", "漢字", "naïve", "the [CLS] token", "a [mask] here", "bell\x07"],
+    ["café", "漢字", "naïve", "the [CLS] token", "a [mask] here", "bell\x07", "form\x0cfeed", "nul\x00"],
 )
 def test_other_texts_are_left_to_the_library(rules_and_library: tuple[object, Tokenizer], text: str) -> None:
     rules, _ = rules_and_library
