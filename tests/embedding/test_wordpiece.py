@@ -109,3 +109,48 @@ def test_a_query_is_embedded_as_with_the_library_without_loading_it() -> None:
     a, b = quick.embed([query]), loaded.embed([query])
     assert "_tokenizer_and_pad" not in quick.__dict__ and "_tokenizer_and_pad" in loaded.__dict__
     assert np.array_equal(a, b)
+
+
+CROSS_ENCODER = ROOT / "src" / "citeline" / "answer" / "data" / "cross-encoder"
+
+
+def pair_texts(count: int) -> list[tuple[str, str]]:
+    rng = random.Random(34)
+    firsts = ["question: " + q for q in questions()] + random_texts(200)
+    seconds = document_passages() + random_texts(200)
+    seconds += [" ".join(seconds[i : i + 3]) for i in range(0, 60, 3)]  # longer than 128 tokens
+    return [(rng.choice(firsts), rng.choice(seconds)) for _ in range(count)]
+
+
+@pytest.mark.parametrize("max_tokens", [128, 40, 512])  # 512: nothing is cut
+def test_pairs_are_encoded_and_truncated_longest_first_as_the_library_does(
+    tmp_path: Path, max_tokens: int
+) -> None:
+    rules = load(CROSS_ENCODER / "tokenizer.json", tmp_path)
+    assert rules is not None and rules.pairs
+    tokenizer = Tokenizer.from_file(str(CROSS_ENCODER / "tokenizer.json"))
+    tokenizer.enable_truncation(max_tokens, strategy="longest_first")
+    tokenizer.no_padding()
+    pairs = pair_texts(2000)
+    encoded = [(p, rules.pair_ids(*p, max_tokens)) for p in pairs]
+    covered = [(p, q) for p, q in encoded if q is not None]
+    assert len(covered) >= 0.8 * len(pairs)
+    assert any(len(q[0]) == max_tokens for _, q in covered) == (max_tokens < 512)  # truncation exercised
+    expected = [(e.ids, e.type_ids) for e in tokenizer.encode_batch([p for p, _ in covered])]
+    assert [q for _, q in covered] == expected
+
+
+def test_the_cross_encoder_scores_pairs_as_with_the_library_without_loading_it() -> None:
+    from citeline.rerank.cross_encoder import OnnxPairScorer
+
+    quick, loaded = (
+        OnnxPairScorer(CROSS_ENCODER, max_tokens=128),
+        OnnxPairScorer(CROSS_ENCODER, max_tokens=128),
+    )
+    assert loaded._tokenizer is not None
+    pairs = pair_texts(40)
+    pairs = [p for p in pairs if all(t.isascii() for t in p)][:20]
+    assert np.array_equal(quick.logits(pairs), loaded.logits(pairs))
+    assert "_tokenizer" not in quick.__dict__
+    for got, want in zip(quick._encode(pairs), loaded._encode(pairs), strict=True):
+        assert np.array_equal(got, want)

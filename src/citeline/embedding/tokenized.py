@@ -14,6 +14,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from citeline.embedding.wordpiece import QUICK_BUDGET
+
 if TYPE_CHECKING:
     from citeline.embedding.wordpiece import WordPiece
 
@@ -40,6 +42,7 @@ class TokenizedTexts:
         self._encoded: OrderedDict[str, list[int]] = OrderedDict()
         self._lock = threading.Lock()
         self.texts_tokenized = 0  # texts run through the tokenizer; tests assert on it
+        self._quick_left = QUICK_BUDGET  # texts the WordPiece rules may still tokenize
 
     @functools.cached_property
     def _tokenizer_and_pad(self) -> tuple[Any, int]:
@@ -72,12 +75,15 @@ class TokenizedTexts:
 
     def _quick_ids(self, texts: Sequence[str]) -> list[list[int]] | None:
         """The ids of a few short texts before the library is loaded (what it would give), or None."""
-        if len(texts) > QUICK_TEXTS or "_tokenizer_and_pad" in self.__dict__:
+        if len(texts) > min(QUICK_TEXTS, self._quick_left) or "_tokenizer_and_pad" in self.__dict__:
             return None
         if any(len(t) > QUICK_CHARS for t in texts) or self._quick is None:
             return None
         ids = [self._quick.ids(t) for t in texts]
-        return None if any(x is None for x in ids) else typing.cast(list[list[int]], ids)
+        if any(x is None for x in ids):
+            return None
+        self._quick_left -= len(texts)
+        return typing.cast(list[list[int]], ids)
 
     @functools.cached_property
     def _truncating(self) -> Any:

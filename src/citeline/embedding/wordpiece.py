@@ -35,7 +35,10 @@ _BERT_NORMALIZER = {
     "handle_chinese_chars": True,
     "lowercase": True,
 }
-_VERSION = 1  # of the cache file's layout
+_VERSION = 2  # of the cache file's layout
+#: texts (or pairs) one tokenizer tokenizes by these rules before loading the library, which is
+#: faster in bulk: a one-shot command never gets there, a server does once
+QUICK_BUDGET = 4096
 
 
 @dataclass(frozen=True)
@@ -49,10 +52,27 @@ class WordPiece:
     pad: int
     #: texts holding one of these (special tokens, matched before normalising) go to the library
     added: tuple[str, ...]
+    #: the pair template is ``[CLS] A [SEP] B [SEP]``, B's part of type 1
+    pairs: bool = False
 
     def ids(self, text: str) -> list[int] | None:
         """The ids the library gives ``text`` (special tokens included), or None: not a text these
         rules cover."""
+        pieces = self.pieces(text)
+        return None if pieces is None else [self.cls, *pieces, self.sep]
+
+    def pair_ids(self, first: str, second: str, max_tokens: int) -> tuple[list[int], list[int]] | None:
+        """The ids and type ids the library gives the pair, truncated to ``max_tokens`` as its
+        ``longest_first`` truncation does (``truncate``), or None."""
+        a, b = self.pieces(first), self.pieces(second)
+        if not self.pairs or a is None or b is None or max_tokens < 3:
+            return None
+        n_a, n_b = truncate(len(a), len(b), max_tokens - 3)
+        ids = [self.cls, *a[:n_a], self.sep, *b[:n_b], self.sep]
+        return ids, [0] * (n_a + 2) + [1] * (n_b + 1)
+
+    def pieces(self, text: str) -> list[int] | None:
+        """The ids of ``text``'s tokens (no special tokens), or None."""
         if not text.isascii():
             return None
         lowered = text.translate(_SPACES).lower()
@@ -60,10 +80,9 @@ class WordPiece:
             return None
         if any(token.lower() in lowered for token in self.added):
             return None
-        ids = [self.cls]
+        ids: list[int] = []
         for word in _WORDS.findall(lowered):
             ids += self._word(word)
-        ids.append(self.sep)
         return ids
 
     def _word(self, word: str) -> list[int]:
@@ -82,6 +101,21 @@ class WordPiece:
             else:
                 return [self.unknown]
         return pieces
+
+
+def truncate(n_a: int, n_b: int, room: int) -> tuple[int, int]:
+    """How many tokens of each side of a pair the tokenizers library's ``longest_first`` keeps in
+    ``room`` (its utils/truncation.rs): the shorter side whole when the longer can take the rest,
+    else half each, the odd token to the longer side."""
+    if n_a + n_b <= room:
+        return n_a, n_b
+    swap = n_a > n_b
+    short, long = (n_b, n_a) if swap else (n_a, n_b)
+    long = short if short > room else max(short, room - short)
+    if short + long > room:
+        short = room // 2
+        long = short + room % 2
+    return (long, short) if swap else (short, long)
 
 
 def from_tokenizer_json(data: dict[str, Any]) -> WordPiece | None:
@@ -106,6 +140,12 @@ def from_tokenizer_json(data: dict[str, Any]) -> WordPiece | None:
     if any("\n" in token or "\r" in token for token in vocab):
         return None
     padding = data.get("padding")
+    pair = [
+        *single[:2],
+        {"SpecialToken": {"id": "[SEP]", "type_id": 0}},
+        {"Sequence": {"id": "B", "type_id": 1}},
+    ]
+    pair.append({"SpecialToken": {"id": "[SEP]", "type_id": 1}})
     return WordPiece(
         vocab=vocab,
         unknown=unknown,
@@ -115,6 +155,7 @@ def from_tokenizer_json(data: dict[str, Any]) -> WordPiece | None:
         sep=int(special["[SEP]"]["ids"][0]),
         pad=int(padding["pad_id"]) if padding else 0,
         added=tuple(str(t["content"]) for t in data.get("added_tokens") or ()),
+        pairs=post.get("pair") == pair,
     )
 
 
@@ -125,9 +166,8 @@ def cache_file(tokenizer_json: Path, cache: Path) -> Path:
 
 
 def _settings(rules: WordPiece) -> dict[str, Any]:
-    return {
-        k: getattr(rules, k) for k in ("unknown", "prefix", "max_word_chars", "cls", "sep", "pad", "added")
-    }
+    names = ("unknown", "prefix", "max_word_chars", "cls", "sep", "pad", "added", "pairs")
+    return {k: getattr(rules, k) for k in names}
 
 
 def write(rules: WordPiece | None, path: Path) -> None:

@@ -6,14 +6,11 @@ from __future__ import annotations
 
 import os
 import threading
-import typing
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Generic, TypeVar
+from typing import Any
 
 import numpy as np
-
-T = TypeVar("T")
 
 
 def usable_cpus() -> int:
@@ -31,31 +28,6 @@ def usable_cpus() -> int:
 #: once the work pays for it (benchmarks/results/bench_scale.md, start-up). Once one process has
 #: optimised a model, the others load its saved graph (inference/optimized.py) and start optimised.
 OPTIMIZE_AFTER_TOKENS = 512
-
-
-class Background(Generic[T]):
-    """``make()`` run in a thread from now on; ``result()`` waits for it (and raises what it raised).
-    Not a daemon thread, as CpuSession's builder: a process never tears onnxruntime or tokenizers
-    down under it."""
-
-    def __init__(self, make: Callable[[], T]) -> None:
-        self._value: T | None = None
-        self._failure: BaseException | None = None
-
-        def run() -> None:
-            try:
-                self._value = make()
-            except BaseException as exc:  # raised again by result(), in the thread that needs it
-                self._failure = exc
-
-        self._thread = threading.Thread(target=run, name="citeline-load")
-        self._thread.start()
-
-    def result(self) -> T:
-        self._thread.join()
-        if self._failure is not None:
-            raise self._failure
-        return typing.cast(T, self._value)
 
 
 class CpuSession:

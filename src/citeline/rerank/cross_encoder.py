@@ -14,6 +14,7 @@ The passage is the chunk's indexed text (title and headings prefix included).
 from __future__ import annotations
 
 import functools
+import typing
 from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
@@ -22,9 +23,11 @@ from typing import TYPE_CHECKING, Any, Protocol
 import numpy as np
 import numpy.typing as npt
 
+from citeline.embedding.wordpiece import QUICK_BUDGET, WordPiece
+from citeline.embedding.wordpiece import load as load_wordpiece
 from citeline.errors import ConfigError
 from citeline.inference.batching import length_batches
-from citeline.inference.session import Background, CpuSession
+from citeline.inference.session import CpuSession
 from citeline.query.analysis import Query, analyze
 from citeline.types import Hit, StageScore
 
@@ -50,15 +53,53 @@ class OnnxPairScorer:
                     f"Cross-encoder folder {folder}: {p.name} is missing (need model.onnx and tokenizer.json)."
                 )
         self.batch_size, self.max_tokens = batch_size, max_tokens
-        # the tokenizer (~0.05 s holding the GIL) and the model load in threads: a one-shot `ask`
-        # retrieves meanwhile, waiting mostly on SQLite and onnxruntime, which release the GIL
-        self._tokenizer_loader = Background(lambda: _pair_tokenizer(tok, max_tokens))
-        # every use scores many pairs (hundreds of tokens or more): optimised from the start
+        self._tokenizer_path = tok
+        #: pairs the tokenizer.json's WordPiece rules may still tokenize without the library
+        self._quick_left = QUICK_BUDGET
+        # every use scores many pairs (hundreds of tokens or more): optimised from the start, and
+        # built in the background: a one-shot `ask` retrieves meanwhile
         self._session = CpuSession(model, threads, optimize_after=0, background=True)
 
-    @property
+    @functools.cached_property
     def _tokenizer(self) -> Any:
-        return self._tokenizer_loader.result()
+        """The tokenizers library's tokenizer (~0.05 s to load), for what the rules do not cover."""
+        from tokenizers import Tokenizer
+
+        tokenizer = Tokenizer.from_file(str(self._tokenizer_path))
+        tokenizer.enable_truncation(self.max_tokens, strategy="longest_first")  # a long question too
+        tokenizer.enable_padding()
+        return tokenizer
+
+    @functools.cached_property
+    def _rules(self) -> WordPiece | None:
+        from citeline.settings import process_cache_root
+
+        return load_wordpiece(self._tokenizer_path, process_cache_root())
+
+    def _encode(self, pairs: Sequence[tuple[str, str]]) -> tuple[npt.NDArray[np.int64], ...]:
+        """Token ids, attention mask and type ids of the pairs, padded to the longest: by the
+        WordPiece rules while the library is not loaded and they cover every pair (a one-shot
+        `ask` reads ~20 units: embedding/wordpiece.py), else by the library."""
+        quick = None
+        if self._quick_left >= len(pairs) and "_tokenizer" not in self.__dict__ and self._rules is not None:
+            rules = self._rules
+            quick = [rules.pair_ids(a, b, self.max_tokens) for a, b in pairs]
+        if quick is not None and all(q is not None for q in quick):
+            self._quick_left -= len(pairs)
+            encoded = typing.cast(list[tuple[list[int], list[int]]], quick)
+            width = max(len(ids) for ids, _ in encoded)
+            ids = np.zeros((len(pairs), width), dtype=np.int64)  # the library pads with id 0, type 0
+            mask, types = np.zeros_like(ids), np.zeros_like(ids)
+            for row, (row_ids, row_types) in enumerate(encoded):
+                ids[row, : len(row_ids)], types[row, : len(row_ids)] = row_ids, row_types
+                mask[row, : len(row_ids)] = 1
+            return ids, mask, types
+        enc = self._tokenizer.encode_batch(list(pairs))  # padded to the longest: cut per batch below
+        return (
+            np.array([e.ids for e in enc], dtype=np.int64),
+            np.array([e.attention_mask for e in enc], dtype=np.int64),
+            np.array([e.type_ids for e in enc], dtype=np.int64),
+        )
 
     @functools.cached_property
     def _inputs(self) -> frozenset[str]:
@@ -71,10 +112,7 @@ class OnnxPairScorer:
         arrival order, batches of 16 padded a reader's 20 units by ~35%."""
         if not pairs:
             return np.zeros((0, 1), dtype=np.float32)
-        enc = self._tokenizer.encode_batch(list(pairs))  # padded to the longest: cut per batch below
-        ids = np.array([e.ids for e in enc], dtype=np.int64)
-        mask = np.array([e.attention_mask for e in enc], dtype=np.int64)
-        types = np.array([e.type_ids for e in enc], dtype=np.int64)
+        ids, mask, types = self._encode(pairs)
         lengths = [int(n) for n in mask.sum(axis=1)]
         out: npt.NDArray[np.float32] | None = None
         for batch in length_batches(lengths, self.batch_size, self.batch_size * self.max_tokens):
@@ -94,15 +132,6 @@ class OnnxPairScorer:
         if logits.shape[-1] == 1:
             return logits[:, 0]
         return logits[:, -1] - logits[:, 0]  # two classes: the log-odds of "relevant"
-
-
-def _pair_tokenizer(path: Path, max_tokens: int) -> Any:
-    from tokenizers import Tokenizer
-
-    tokenizer = Tokenizer.from_file(str(path))
-    tokenizer.enable_truncation(max_tokens, strategy="longest_first")  # a long question too
-    tokenizer.enable_padding()
-    return tokenizer
 
 
 class SentenceTransformersPairScorer:
