@@ -62,6 +62,7 @@ ONE_SHOT_UNNEEDED = (
     "citeline.server",
     "citeline.trace",
     "citeline.ingest",
+    "tokenizers",
 )
 
 

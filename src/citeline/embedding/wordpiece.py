@@ -1,7 +1,8 @@
 """Token ids of short, plain-ASCII texts for a BERT WordPiece tokenizer, without the tokenizers library.
 
 Importing the tokenizers library and loading MiniLM's tokenizer.json (30,522 tokens) cost a one-shot
-`citeline search` ~0.045 s of CPU for one short query. For a tokenizer.json of the BERT shape
+`citeline search` ~0.045 s of CPU for one short query, and `ask` that and ~0.05 s more for the
+cross-encoder's (question, unit) pairs (``pair_ids``). For a tokenizer.json of the BERT shape
 (BertNormalizer lowercasing, BertPreTokenizer, WordPiece, ``[CLS] $A [SEP]``) the ids of a text of
 printable ASCII, tabs and line breaks follow from a few rules: lowercase; split at whitespace; each
 punctuation character is a word of its own; each word is cut greedily into the longest tokens of
