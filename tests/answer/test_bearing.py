@@ -245,3 +245,48 @@ def test_a_value_without_a_named_subject_is_bound_to_the_questions_topic(
     from citeline.query.analysis import analyze
 
     assert bound_to_subject(analyze(question).slot, context) is expected
+
+
+@pytest.mark.parametrize(
+    ("question", "text", "expected"),
+    [
+        # a file named with its version states no amount; "one" as a pronoun is none either
+        (
+            "How many views can I have open at the same time?",
+            "Run tar zxf aptitude-0.8.13.tar.gz first.",
+            False,
+        ),
+        ("How many keys can ssh-agent hold?", "ssh-add queries the keys that are held in one.", False),
+        ("How many keys can ssh-agent hold?", "Each one is tried in turn.", False),
+        ("How many keys can ssh-agent hold?", "It holds at most one key per socket.", True),
+        # a range states both ends ("one through twelve variables")
+        (
+            "How many arguments can a function have at most?",
+            "Functions of one through twelve variables.",
+            True,
+        ),
+        ("What is the lowest port it accepts?", "Any port from 1024 to 65535 is accepted.", True),
+        ("What is the lowest port it accepts?", "Released on 2023-01-05.", False),
+        # a path is a place
+        ("Where does ssh-copy-id install my key?", "It appends them to ~/.ssh/authorized_keys.", True),
+        ("Where does ssh-copy-id install my key?", "It appends them to the remote user's list.", False),
+    ],
+)
+def test_amounts_ranges_and_places(question: str, text: str, expected: bool) -> None:
+    assert states_value(asked_slot(question), text) is expected
+
+
+def test_a_path_is_named_by_its_file_name() -> None:
+    from citeline.query.analysis import analyze
+
+    slot = analyze("How many fields does each record of /etc/ssh/moduli have?").slot
+    assert bears(slot, "Records have seven space-separated fields.", "moduli - DH moduli")
+    assert not bears(slot, "Records have seven space-separated fields.", "known_hosts - host keys")
+
+
+def test_a_question_for_an_amount_no_passage_states_is_refused() -> None:
+    passages = make_passages(("Multiple identities may be stored in ssh-agent concurrently.",))
+    reason = missing_value(asked_slot("How many keys can ssh-agent hold at the same time?"), passages)
+    assert reason is not None and reason.startswith("no passage states")
+    stated = make_passages(("ssh-agent holds up to 100 keys at the same time.",))
+    assert missing_value(asked_slot("How many keys can ssh-agent hold at the same time?"), stated) is None

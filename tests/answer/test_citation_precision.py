@@ -84,6 +84,26 @@ def test_a_sentence_citing_every_passage_keeps_only_the_one_that_supports_it(kb:
     assert set(check.unsupporting) == set(check.citations) - {c.n for c in trace.context if c.cited_as == 1}
 
 
+def test_a_sentence_citing_the_wrong_passage_cites_the_one_that_supports_it(kb: KnowledgeBase) -> None:
+    """The packaged 1.5B cites [3] for what [1] says; code resolves the citation, the claim is still
+    checked, against the passage it now cites."""
+
+    def cite_wrong(passages: Sequence[Passage]) -> list[tuple[str, tuple[int, ...]]]:
+        wrong = next(p.number for p in passages if FULL not in p.chunk.text)
+        return [(FULL, (wrong,)), ("The alpha queue was written in Rust.", (wrong,))]
+
+    kb.use_generator(ContextGenerator(cite_wrong))  # type: ignore[arg-type]
+    answer = kb.ask(QUESTION, ADMIN)
+    assert not answer.refused, answer.refusal_reason
+    assert answer.answer == f"{FULL} [1]"  # the invented sentence finds no passage and is removed
+    assert FULL in answer.citations[0].quote
+    trace = kb.trace(answer.trace_id or "")
+    assert trace is not None
+    moved = trace.verification[0]
+    assert moved.supported and moved.reason.startswith("cited [") and "supported by" in moved.reason
+    assert not trace.verification[1].supported
+
+
 def test_an_unverified_sentence_keeps_only_its_best_citation(kb: KnowledgeBase) -> None:
     kb.settings = dataclasses.replace(kb.settings, unsupported="mark")
     kb.use_generator(

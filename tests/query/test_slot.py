@@ -80,6 +80,12 @@ from citeline.query.slot import asked_slot
         ("How do I read a file in Node 18 with fs.readFile?", "procedure", "procedure", ["fs.readFile"]),
         ("What is `sync.batch_size` for?", "meaning", "definition", ["sync.batch_size"]),
         ("What does error LDG-4012 mean?", "meaning", "definition", ["LDG-4012"]),
+        # how to find out an amount is a procedure
+        ("How do I find out how many times a container has been restarted?", "procedure", "procedure", []),
+        # "non-default" asks for no default
+        ("How do I build it giving all non-default parameters?", "procedure", "procedure", []),
+        # an amount written as an adjective describes the subject, it names nothing
+        ("How do I generate 2048-bit candidate primes?", "procedure", "procedure", []),
     ],
 )
 def test_asked_slot(question: str, attribute: str, kind: str, subject: list[str]) -> None:
@@ -111,8 +117,9 @@ def test_the_slot_is_read_from_the_asking_part_and_described_for_a_refusal() -> 
         ("Is Postfix 3.7 supported with OpenSSL 4.0?", [], ["postfix 3.7", "openssl 4.0"]),
         ("Which configuration parameters were removed in Postfix 3.10?", [], ["postfix 3.10"]),
         ("What new default does Postfix 4.0 use for smtpd_tls_security_level?", [], None),
-        # a year is not a release
+        # a year is not a release; an amount written as an adjective is no code ("bits=2048")
         ("What was the revenue in 2021?", [], []),
+        ("How do I generate 2048-bit candidate primes for a moduli file?", [], []),
     ],
 )
 def test_a_version_named_in_passing_is_a_qualifier_not_a_code(

@@ -20,7 +20,7 @@ from citeline.answer.extractive import ExtractiveGenerator as UnitScorer
 from citeline.answer.extractive import confidence
 from citeline.answer.facts import missing_facts
 from citeline.answer.generators.base import Generator
-from citeline.answer.precision import precise_citations
+from citeline.answer.precision import precise_citations, supported_elsewhere
 from citeline.answer.prompt import near_refusal, parse_free_text
 from citeline.answer.reader import Reader, Reading, reading_json
 from citeline.answer.relevance import Relevance, assess
@@ -353,18 +353,9 @@ class Answerer:
                 said.add(said_key)
                 valid = tuple(n for n in dict.fromkeys(s.citations) if n in by_number)
                 dropped += [n for n in s.citations if n not in by_number]
-                cited = [
-                    Cited(
-                        n,
-                        c.text,
-                        c.start,
-                        heading_context(c.heading_trail, by_number[n].hit.title),
-                        table_header(c),
-                    )
-                    for n in valid
-                    for c in (by_number[n].chunk,)
-                ]
+                cited = [_cited(by_number[n]) for n in valid]
                 support = self._check(text, cited, by_number)
+                valid, cited, support, recited = self._recite(text, valid, cited, support, passages)
                 keep = support.supported or self.settings.unsupported == "mark"
                 shown = valid
                 if keep:  # only the citations whose passage supports the sentence (precision.py)
@@ -387,7 +378,7 @@ class Answerer:
                         valid,
                         support.supported,
                         support.score,
-                        support.reason,
+                        recited or support.reason,
                         self.verifier.name,
                         unsupporting=tuple(n for n in valid if n not in shown),
                     )
@@ -458,6 +449,25 @@ class Answerer:
                 support = dataclasses.replace(support, supported=False, reason=why)
         return support
 
+    def _recite(
+        self, text: str, valid: tuple[int, ...], cited: list[Cited], support: Support, passages: list[Passage]
+    ) -> tuple[tuple[int, ...], list[Cited], Support, str]:
+        """A sentence its citations do not support cites the other passages of the context that
+        do (precision.py, ``supported_elsewhere``), with the reason its check records."""
+        if support.supported or not valid:
+            return valid, cited, support, ""
+        by_number = {p.number: p for p in passages}
+        elsewhere = supported_elsewhere(
+            [_cited(p) for p in passages if p.number not in valid],
+            functools.partial(self._check, text, by_number=by_number),
+            functools.partial(self._facts_in, text, by_number),
+        )
+        if elsewhere is None:
+            return valid, cited, support, ""
+        moved, checked = elsewhere
+        numbers = tuple(c.n for c in moved)
+        return numbers, moved, checked, f"cited {list(valid)}, supported by {list(numbers)}"
+
     @staticmethod
     def _facts_in(text: str, by_number: Mapping[int, Passage], cited: Cited) -> bool:
         return not missing_facts(text, by_number[cited.n].chunk.index_text)
@@ -473,3 +483,10 @@ class Answerer:
             )
             return None
         return trace.id
+
+
+def _cited(passage: Passage) -> Cited:
+    c = passage.chunk
+    return Cited(
+        passage.number, c.text, c.start, heading_context(c.heading_trail, passage.hit.title), table_header(c)
+    )

@@ -23,6 +23,10 @@ _I = re.IGNORECASE
 # chunks at most (answer/answerer.py, ``deeper_context``)
 DEEPER_ATTRIBUTES = frozenset({"default", "maximum", "minimum", "version", "quantity"})
 DEEPER_HITS = 3
+# Besides the slot's value attributes (query/slot.py), the questions refused when no unit of the
+# context states a value of their kind about their subject: "How many keys can ssh-agent hold?"
+# over passages that state no number about keys
+REFUSED_WITHOUT_VALUE = frozenset({"quantity"})
 _NUMBER = re.compile(
     r"\d|\b(?:zero|one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|twenty|thirty|"
     r"forty|fifty|sixty|hundred|thousand|million|billion|dozen|unlimited|infinite|infinity)\b",
@@ -31,7 +35,7 @@ _NUMBER = re.compile(
 # A statement of the default: "(default: 1000)", "defaults to", "by default", "The default is",
 # "if not specified, ...", "unless set otherwise", "initially", "is assumed"
 _DEFAULT = re.compile(
-    r"\bdefault(?:s|ed)?\b|\bout of the box\b|\b(?:if|when) (?:[\w.-]+ ){0,5}?(?:is |are )?(?:not|no|unset|"
+    r"(?<!non-)\bdefault(?:s|ed)?\b|\bout of the box\b|\b(?:if|when) (?:[\w.-]+ ){0,5}?(?:is |are )?(?:not|no|unset|"
     r"omitted|absent|missing|left (?:out|empty|unset)|none|empty|unspecified)\b|\bunless\b|"
     r"\binitial(?:ly)?\b|\bimplicit(?:ly)?\b|\bassumed?\b|\bnormally\b|\bfalls? back\b|\botherwise\b",
     _I,
@@ -48,6 +52,12 @@ _MINIMUM = re.compile(
     r"\b(?:shortest|smallest|lowest|fewest)\b|\b(?:must|should) be (?:greater|more|larger|longer|above)\b|"
     r"\bbelow\b",
     _I,
+)
+# A range states both ends: "functions of one through twelve variables", "from 0 to 255",
+# "between 1 and 65535"
+_AMOUNT = r"(?:\d[\d.,]*|zero|one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|sixteen|twenty)"
+_RANGE = re.compile(
+    rf"\b{_AMOUNT}\s*(?:through|thru|to)\s*{_AMOUNT}\b|\bbetween\s+{_AMOUNT}\s+and\s+{_AMOUNT}\b", _I
 )
 _VERSION_VALUE = re.compile(
     r"\b(?:v|version |release )?\d+\.\d+(?:\.\d+)*[a-z]?\b|\bversion \d+\b|\bv\d+\b", _I
@@ -105,12 +115,18 @@ _UNIT = re.compile(
 )
 
 
-# Digits that are part of a name, not an amount: "X11", "sha256", "IPv6", "sshd(8)", "RFC4716"
-_NAMED_DIGITS = re.compile(r"\b[A-Za-z_][A-Za-z_-]*\d[\w-]*|\w\(\d[a-z]?\)")
+# Digits that are part of a name, not an amount: "X11", "sha256", "IPv6", "sshd(8)", "RFC4716",
+# a file named with its version ("aptitude-0.8.13.tar.gz")
+_NAMED_DIGITS = re.compile(r"\b[A-Za-z_][A-Za-z_-]*\d(?:[\w.-]*\w)?|\w\(\d[a-z]?\)")
+# "one" as a pronoun, not an amount: "the keys that are held in one.", "each one", "one another"
+_PRONOUN_ONE = re.compile(
+    r"\b(?:the|any|each|every|no|this|that|which|a|some)\s+one\b|\bin one(?=\s*(?:[.,;:)]|$))|\bone another\b",
+    _I,
+)
 
 
 def _has_number(text: str) -> bool:
-    return _NUMBER.search(_NAMED_DIGITS.sub(" ", text)) is not None
+    return _NUMBER.search(_PRONOUN_ONE.sub(" ", _NAMED_DIGITS.sub(" ", text))) is not None
 
 
 # A literal value: a number, a name, a quoted string, or a word that is a setting's value
@@ -136,9 +152,9 @@ def states_value(slot: Slot, text: str) -> bool:
     if attribute == "default":
         return _DEFAULT.search(text) is not None
     if attribute == "maximum":
-        return _MAXIMUM.search(text) is not None and _has_number(text)
+        return (_MAXIMUM.search(text) is not None or _RANGE.search(text) is not None) and _has_number(text)
     if attribute == "minimum":
-        return _MINIMUM.search(text) is not None and _has_number(text)
+        return (_MINIMUM.search(text) is not None or _RANGE.search(text) is not None) and _has_number(text)
     if attribute == "version":
         return _VERSION_VALUE.search(text) is not None and _VERSION_CUE.search(text) is not None
     if attribute == "quantity":
@@ -155,6 +171,8 @@ def states_value(slot: Slot, text: str) -> bool:
         return _COMMAND.search(text) is not None or _TYPED.search(text) is not None
     if attribute == "when":
         return can_answer("date", text) and _says(slot, text)
+    if attribute == "where" and _SORTS["file"].search(text) is not None:
+        return True  # a path is a place ("appending them to the remote user's ~/.ssh/authorized_keys")
     if attribute in ("who", "where"):
         return _NAME.search(text) is not None and _says(slot, text)
     return True
@@ -186,7 +204,17 @@ def bound_to_subject(slot: Slot, text: str) -> bool:
     lowered = text.lower()
     if not named:
         return _about_topic(slot.topic, lowered)
-    return any(_mentions(name.lower().strip("`"), lowered) for name in named)
+    return any(_mentions(name.lower().strip("`"), lowered) for name in named) or any(
+        _mentions(base, lowered) for name in named if (base := _file_name(name))
+    )
+
+
+def _file_name(name: str) -> str:
+    """A path's file name, which its manual page and headings use: "/etc/ssh/moduli" -> "moduli"."""
+    if "/" not in name.strip("/"):
+        return ""
+    base = name.rstrip("/").rsplit("/", 1)[1].lower()
+    return base if len(base) >= 4 else ""
 
 
 # Share of the question's topic words a value's context must use when the question names no
@@ -258,6 +286,7 @@ def missing_value(slot: Slot, passages: Sequence[Passage]) -> str | None:
     """Why the context cannot answer: the question asks for a value (a default, a limit, a
     version) and no unit states one about its subject. None when some unit does, or when the
     question does not ask for such a value."""
-    if not slot.wants_value or not passages or bearing_units(slot, passages):
+    asks_value = slot.wants_value or slot.attribute in REFUSED_WITHOUT_VALUE
+    if not asks_value or not passages or bearing_units(slot, passages):
         return None
     return f"no passage states {slot.describe()}"

@@ -7,16 +7,21 @@ when it is short (a claim may join two sentences). The quote is the best-entaili
 from __future__ import annotations
 
 import itertools
-from collections.abc import Sequence
+import re
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 import numpy as np
 
 from citeline.answer.citations import unescape_markers
+from citeline.answer.facts import facts, missing_facts
 from citeline.answer.reader import PACKAGED, CrossEncoderModel, packaged_model
+from citeline.answer.relevance import weighted_coverage
 from citeline.answer.units import Unit, passage_units
 from citeline.answer.verify import Cited, Support
+from citeline.text.sentences import sentence_spans
+from citeline.text.terms import query_terms
 
 if TYPE_CHECKING:
     from citeline.build_context import BuildContext
@@ -52,7 +57,7 @@ class TrainedChecker:
         found = [p for c in cited for p in premises(c.n, c.text, c.start, c.table_header)]
         # a marker the document wrote is escaped in the answer (⟦7⟧) and plain in the passage ([7])
         claim = unescape_markers(sentence)
-        quoted = _verbatim(claim, found)
+        quoted = _verbatim(claim, found) or _verbatim_sentences(claim, found)
         if quoted:
             # a verbatim quote of what it cites needs no model (which misjudges odd text such as markup);
             # the passages holding it are the ones that support it
@@ -75,8 +80,66 @@ class TrainedChecker:
             alone[n] = (own >= self.threshold, own)
         score = float(probs.max()) if len(probs) else 0.0
         supported = score >= self.threshold
+        if not supported and (grounded := _restated(claim, found, context)) is not None:
+            # the model misses a value said in other words ("30 seconds" for "(default: `30s`)")
+            n, unit = grounded
+            return Support(
+                True,
+                score,
+                {n: (unit.start, unit.end)},
+                alone={c.n: (c.n == n, float(c.n == n)) for c in cited},
+            )
         reason = "" if supported else f"entailment {score:.2f} below {self.threshold:.2f}"
         return Support(supported, score, quotes, reason, alone)
+
+
+# A claim restates a unit when every value it states (numbers with units, dates, names, codes,
+# `literals`) is in that one unit read after its headings, and that text holds this share of the
+# claim's words. The packaged 1.5B writes "The default interval for a Dockerfile HEALTHCHECK is 30
+# seconds." for "`--interval=DURATION` (default: `30s`)" under HEALTHCHECK, which the checker
+# scores 0.06; a claim that joins two table rows (one's name, the other's effect) is not restated
+# by either row.
+RESTATED_COVERAGE = 0.6
+_LITERAL = re.compile(r"`([^`]+)`|(?<![\w-])(--?[A-Za-z][\w-]*)")
+
+
+def _restated(
+    claim: str, found: Sequence[tuple[int, Unit]], context: Mapping[int, str]
+) -> tuple[int, Unit] | None:
+    said = facts(claim)
+    literals = [_squash_all(a or b) for a, b in _LITERAL.findall(claim)]
+    if not (said.quantities or said.dates or said.names or said.versions or literals):
+        return None  # it states no value: a paraphrase is the model's to judge
+    terms = query_terms(claim)
+    best: tuple[float, int, Unit] | None = None
+    for n, unit in found:
+        if unit.kind == "passage":
+            continue
+        text = f"{context[n]}: {unit.text}" if context[n] else unit.text
+        if missing_facts(claim, text) or any(lit not in _squash_all(text) for lit in literals):
+            continue
+        share = weighted_coverage(terms, text)
+        if share >= RESTATED_COVERAGE and (best is None or share > best[0]):
+            best = (share, n, unit)
+    return None if best is None else (best[1], best[2])
+
+
+def _verbatim_sentences(claim: str, found: Sequence[tuple[int, Unit]]) -> dict[int, tuple[int, int]]:
+    """A claim of several sentences, each a verbatim quote of one passage (an LLM often copies a few
+    sentences as one): that passage, quoted from the first to the last."""
+    parts = [claim[a:b] for a, b in sentence_spans(claim, 0, len(claim))]
+    if len(parts) < 2:
+        return {}
+    for n in dict.fromkeys(m for m, _ in found):
+        spans = [_verbatim(part, [f for f in found if f[0] == n]).get(n) for part in parts]
+        if all(span is not None for span in spans):
+            present = [span for span in spans if span is not None]
+            return {n: (min(a for a, _ in present), max(b for _, b in present))}
+    return {}
+
+
+def _squash_all(text: str) -> str:
+    return re.sub(r"[\s`'\"]+", "", text.lower())
 
 
 def _squash(text: str) -> str:

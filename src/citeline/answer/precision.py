@@ -5,6 +5,9 @@ al., 2023, "Enabling Large Language Models to Generate Text with Citations") cou
 precise when its passage supports the sentence on its own, or when the sentence's other citations
 do not support it without that one. This keeps exactly those, and at least the best-supporting
 citation of every sentence (an unverified sentence keeps only its best one).
+
+A sentence none of whose citations supports it may be supported by another passage of the context
+(the packaged 1.5B cites [3] for what [1] says): it then cites that passage (``supported_elsewhere``).
 """
 
 from __future__ import annotations
@@ -48,3 +51,21 @@ def precise_citations(
         if rest and check(rest).supported:
             kept.remove(n)
     return tuple(kept)
+
+
+def supported_elsewhere(
+    others: Sequence[Cited], check: CheckCited, facts_in: FactsIn
+) -> tuple[list[Cited], Support] | None:
+    """For a sentence its own citations do not support: the ``others`` passages that support it,
+    each on its own (the verifier's verdict per passage and the answer's fact check), with their
+    check; None when none does, or when the verifier gives no verdict per passage."""
+    if not others:
+        return None
+    support = check(others)
+    if not support.supported:
+        return None
+    alone = [c for c in others if support.alone.get(c.n, (False, 0.0))[0] and facts_in(c)]
+    if not alone:
+        return None
+    again = check(alone)
+    return (alone, again) if again.supported else None

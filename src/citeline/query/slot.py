@@ -104,7 +104,7 @@ _RULES: tuple[tuple[Attribute, re.Pattern[str]], ...] = (
     (
         "default",
         re.compile(
-            r"\bdefaults?\b|\bout of the box\b|\bif (?:i|you|we) (?:don't|do not|didn't|never) "
+            r"(?<!non-)\bdefaults?\b|\bout of the box\b|\bif (?:i|you|we) (?:don't|do not|didn't|never) "
             r"(?:set|give|name|specify|configure|change|pass|use)|\bunless (?:i|you) (?:set|configure|change|pass|"
             r"give|use)|\bunless told otherwise\b|"
             r"\bwithout (?:--?[A-Za-z][\w-]*|passing|giving|specifying|naming|setting|configuring|choosing)\b|"
@@ -166,6 +166,8 @@ _RULES: tuple[tuple[Attribute, re.Pattern[str]], ...] = (
             _I,
         ),
     ),
+    # "How do I find out how many times it restarted?" asks how to find it out, not for a number
+    ("procedure", re.compile(r"^\W*how (?:do|can|should|could|would) (?:i|we|you|one)\b", _I)),
     (
         "quantity",
         re.compile(
@@ -214,6 +216,8 @@ _SUBJECT = re.compile(
 # A version named in passing qualifies the question ("in Node 18", "since 3.7"); it is not its
 # subject (query/analysis.py reads it, relevance.py decides whether it must be present)
 _VERSION_LIKE = re.compile(r"^v?\d+(?:\.\d+)*[a-z]?$", _I)
+# An amount written as an adjective ("2048-bit keys") describes the subject; it does not name it
+_MEASURE_LIKE = re.compile(r"^\d[\d.]*-[A-Za-z]+$")
 # A file name's extension or an email address is not a subject on its own
 # "U.S", "e.g", "i.e": single letters with dots are an abbreviation, not a dotted name
 _ABBREVIATION = re.compile(r"^(?:[A-Za-z]\.)+[A-Za-z]?$")
@@ -298,6 +302,7 @@ def subject_of(question: str) -> tuple[str, ...]:
         if (
             len(word) < 2
             or _VERSION_LIKE.match(word)
+            or _MEASURE_LIKE.match(word)
             or _NOT_SUBJECT.search(word)
             or _ABBREVIATION.match(word)
         ):

@@ -42,12 +42,18 @@ def query_terms(query: str) -> list[str]:
 
 
 _VERSION = re.compile(r"(?<!\d)\d++(?:\.\d++){2,}")
+# An amount written as an adjective ("2048-bit", "64-bit", "10-second") describes, it names nothing:
+# the manual writes "bits=2048"
+_MEASURE = re.compile(r"\d[\d.]*-[a-z]+")
 
 
 def is_code(term: str) -> bool:
     """An exact token with no paraphrase: letters mixed with digits (LDG-4012, v2, sha256), a
     snake_case name, or a dotted version or address (3.5.0). Plain numbers and hyphenated or
-    dotted words ("part-time", a missing space after a full stop) are not codes."""
+    dotted words ("part-time", a missing space after a full stop) and amounts written as adjectives
+    ("2048-bit") are not codes."""
+    if _MEASURE.fullmatch(term):
+        return False
     has_digit = any(ch.isdigit() for ch in term)
     has_alpha = any(ch.isalpha() for ch in term)
     return (has_digit and has_alpha) or "_" in term or bool(_VERSION.fullmatch(term))
