@@ -1,5 +1,5 @@
 """`python -m citeline` runs the CLI."""
 
-from citeline.cli.main import main
+from citeline.cli.main import run
 
-main()
+run()

@@ -9,13 +9,11 @@ Access is explicit: every call that reads documents names who is asking, a ``Pri
 from __future__ import annotations
 
 import os
-import tempfile
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from citeline.answer.generators.base import Generator
 from citeline.errors import (
     AccessError,
     DocumentNotFoundError,
@@ -29,17 +27,17 @@ from citeline.page_labels import page_label
 from citeline.query.analysis import analyze
 from citeline.retrieval.hybrid import Retrieval
 from citeline.settings import SETTINGS_FILE, Settings, index_location, is_url, load_settings
-from citeline.trace import Trace, TraceSummary
-from citeline.trace_access import visible_trace
 from citeline.types import DEFAULT_COLLECTION, Answer, Document, Hit, utf8_name
 from citeline.wiring import Components, open_store
 
 if TYPE_CHECKING:
     from citeline.access import ApiKeys
     from citeline.answer.answerer import ProgressListener, SentenceListener
+    from citeline.answer.generators.base import Generator
     from citeline.ingest.files import Listings
     from citeline.ingest.pipeline import Ingestor, IngestReport, Progress
     from citeline.ingest.readd import StoredFilesMemo
+    from citeline.trace import Trace, TraceSummary
 
 
 def access_filter(principal: Principal | Filter | None, flt: Filter | None) -> Filter:
@@ -419,6 +417,8 @@ class KnowledgeBase:
         trace = self.store.get_trace(trace_id)
         if trace is None or not (who.admin or any_owner or trace.owner == who.label):
             return None
+        from citeline.trace_access import visible_trace
+
         return visible_trace(trace, self.store, who)
 
     def traces(
@@ -474,6 +474,8 @@ def open_kb(
 def _write_template(path: Path, text: str) -> None:
     """Write the commented settings template atomically (a concurrent reader never sees half of
     it); a full disk only costs the template, never the command."""
+    import tempfile
+
     try:
         fd, tmp = tempfile.mkstemp(prefix=".citeline-toml-", dir=path.parent)
         try:

@@ -190,14 +190,17 @@ class Components:
         return self._answerer
 
     def _build_answerer(self) -> Answerer:
-        from citeline.answer.answerer import Answerer
-        from citeline.answer.extractive import ExtractiveGenerator
-
         # Answering embeds the context's units: the embedder may build its optimised model now,
         # in the background, instead of a quick one for the question first (embedding/onnx.py).
+        # It and the reader start building (onnxruntime, without the GIL) before the answer
+        # modules are imported (~0.1 s holding it), beside them on a second core.
         expect_volume = getattr(self.embedder, "expect_volume", None)
         if expect_volume is not None:
             expect_volume()
+        reader = self.reader
+
+        from citeline.answer.answerer import Answerer
+        from citeline.answer.extractive import ExtractiveGenerator
 
         # An LLM is called only where an extractive answer would not refuse for lack of any unit
         # close to the question (``min_answer_score``); the extractive generator checks it itself.
@@ -217,6 +220,6 @@ class Components:
             self.reranker,
             # the context's budget in the embedder's tokens, not a guess from its characters
             count_tokens=self.embedder.count_tokens,
-            reader=self.reader,
+            reader=reader,
             floor=floor,
         )

@@ -26,13 +26,13 @@ from typing import TYPE_CHECKING, Any, TypeGuard, TypeVar
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
 import click
-from rich.markup import escape
 
 from citeline import terminal
 from citeline.cli.output import (
     JSON_META_KEY,
     OutputConsole,
     error_json,
+    escape,
     json_requested,
     open_kb,
     print_json,

@@ -33,6 +33,8 @@ from citeline.cli.app import (
     main,
     out,
 )
+from citeline.cli.ending import end_quickly
+from citeline.cli.ending import run as run_program
 from citeline.cli.output import dumps, json_option
 from citeline.errors import EXIT_OK, EXIT_PARTIAL, EXIT_USAGE, UsageError
 from citeline.types import DEFAULT_COLLECTION, Answer
@@ -184,8 +186,9 @@ def search(
     **filters: Any,
 ) -> None:
     """Hybrid search (BM25 + dense, fused); prints chunks with per-stage scores."""
-    kb = _kb(ctx)
-    hits = kb.search(query, flt=_filter(**filters), k=k, fusion=fusion, alpha=alpha)
+    end_quickly()
+    with _kb(ctx) as kb:
+        hits = kb.search(query, flt=_filter(**filters), k=k, fusion=fusion, alpha=alpha)
     if as_json:
         _print_json({"query": query, "results": [h.to_json() for h in hits]})
         return
@@ -227,15 +230,17 @@ def ask(
     ctx: click.Context, /, question: str, as_json: bool, generator: str | None, explain: bool, **filters: Any
 ) -> None:
     """Answer a question with numbered citations, or refuse when the documents do not say."""
-    kb = _kb(ctx, generator=generator)
-    answer = kb.ask(question, flt=_filter(**filters))
-    if as_json:
-        _print_json(answer.to_json())
-    else:
-        print_answer(answer)
-    trace = kb.trace(answer.trace_id) if explain and answer.trace_id else None
+    end_quickly()
+    with _kb(ctx, generator=generator) as kb:
+        answer = kb.ask(question, flt=_filter(**filters))
+        if as_json:
+            _print_json(answer.to_json())
+        else:
+            print_answer(answer)
+        trace = kb.trace(answer.trace_id) if explain and answer.trace_id else None
+        read_only = kb.read_only
     if explain and trace is None:
-        why = "the index is read-only here" if kb.read_only else "trace = false, or it was not written"
+        why = "the index is read-only here" if read_only else "trace = false, or it was not written"
         err.print(f"[yellow]note:[/yellow] no trace was stored for this answer ({why})")
     if trace is not None:
         err.print("\n[bold]Trace[/bold]")
@@ -247,7 +252,9 @@ def ask(
 @click.pass_context
 def status(ctx: click.Context, as_json: bool) -> None:
     """Documents, chunks, index size and embedder."""
-    stats = _kb(ctx).status()
+    end_quickly()
+    with _kb(ctx) as kb:
+        stats = kb.status()
     if as_json:
         _print_json(stats)
         return
@@ -280,3 +287,9 @@ def register_commands() -> None:
 
 
 main.load_later(register_commands)
+
+
+def run() -> None:
+    """The `citeline` program (`python -m citeline`): ``main``, ending one-shot commands without
+    the interpreter's teardown (cli/ending.py)."""
+    run_program(main)

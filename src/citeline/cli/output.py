@@ -14,17 +14,19 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import sys
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, NoReturn, TypeVar
+from typing import IO, TYPE_CHECKING, Any, NoReturn, TypeVar
 
 import click
-from rich.console import Console
 
 from citeline.errors import EXIT_BROKEN_PIPE
 from citeline.terminal import json_text
 
 if TYPE_CHECKING:
+    from rich.console import Console
+
     from citeline.kb import KnowledgeBase
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -51,12 +53,109 @@ def quiet_broken_pipe() -> NoReturn:
     sys.exit(EXIT_BROKEN_PIPE)
 
 
-class OutputConsole(Console):
-    """A rich console whose closed pipe stops the command quietly (rich exits 1 by default)."""
+# rich's markup escape and tags (rich/markup.py): lines are escaped and read the same way whether
+# rich prints them or OutputConsole does
+_ESCAPABLE = re.compile(r"(\\*)(\[[a-z#/@][^[]*?])")
+_TAG = re.compile(r"(\\*)\[([a-z#/@][^[]*?)]")
+#: the styles of our own lines; a line with any other tag is printed by rich
+_PLAIN_STYLES = frozenset({"bold", "dim", "yellow", "red"})
+#: what rich may print otherwise than as it is (":name:" can be an emoji; tabs, controls): left to rich
+_NOT_PLAIN = re.compile(r":\S*?:|[^\n\S ]|[^\n -~\u00a0-\U0010ffff]")
 
-    def on_broken_pipe(self) -> None:
-        self.quiet = True
-        quiet_broken_pipe()
+
+def escape(markup: str) -> str:
+    """Text made inert as console markup, exactly as ``rich.markup.escape`` makes it."""
+    markup = _ESCAPABLE.sub(lambda m: f"{m.group(1)}{m.group(1)}\\{m.group(2)}", markup)
+    if markup.endswith("\\") and not markup.endswith("\\\\"):
+        return markup + "\\"
+    return markup
+
+
+def plain_text(markup: str) -> str | None:
+    """What rich prints for ``markup`` where it draws no styles (a pipe, a file), for a line whose
+    tags are balanced ``_PLAIN_STYLES``; None for any other line (rich prints it)."""
+    pieces: list[str] = []
+    open_styles: list[str] = []
+    position = 0
+    for match in _TAG.finditer(markup):
+        escapes, tag = match.group(1), match.group(2)
+        pieces.append(markup[position : match.start()])
+        position = match.end()
+        backslashes, escaped = divmod(len(escapes), 2)
+        pieces.append("\\" * backslashes)
+        if escaped:
+            pieces.append(f"[{tag}]")
+        elif tag in _PLAIN_STYLES:
+            open_styles.append(tag)
+        elif tag.startswith("/") and open_styles and tag[1:] in ("", open_styles[-1]):
+            open_styles.pop()
+        else:
+            return None
+    pieces.append(markup[position:])
+    text = "".join(p.replace("\\[", "[") for p in pieces)  # per piece, as rich does
+    return None if open_styles or _NOT_PLAIN.search(text) else text
+
+
+class OutputConsole:
+    """A console for a command's output whose closed pipe stops the command quietly (rich exits 1
+    by default). rich (~0.03 s of a one-shot command's start) is loaded when first needed: a line
+    of our few styles, printed where no styles are drawn (a pipe, a file), is written as rich
+    writes it; anything else (a terminal, tables, progress, options) goes to a rich console."""
+
+    def __init__(self, *, stderr: bool = False, soft_wrap: bool = True, highlight: bool = False) -> None:
+        self._stderr = stderr
+        self._options = {"stderr": stderr, "soft_wrap": soft_wrap, "highlight": highlight}
+        self._rich: Console | None = None
+        self.quiet = False
+
+    @property
+    def rich(self) -> Console:
+        """The rich console behind this one (made on first use)."""
+        if self._rich is None:
+            self._rich = _rich_console(**self._options)
+        return self._rich
+
+    def print(self, *objects: Any, **options: Any) -> None:
+        file = sys.stderr if self._stderr else sys.stdout
+        line = plain_text(objects[0]) if len(objects) == 1 and isinstance(objects[0], str) else None
+        if line is None or options or self._rich is not None or _styles_drawn(file):
+            self.rich.print(*objects, **options)
+            return
+        if self.quiet:
+            return
+        try:
+            file.write(line + "\n")
+            file.flush()
+        except BrokenPipeError:
+            self.quiet = True
+            quiet_broken_pipe()
+
+    def __getattr__(self, name: str) -> Any:  # is_terminal, status, ...: the rich console's
+        return getattr(self.rich, name)
+
+
+def _styles_drawn(file: IO[str]) -> bool:
+    """Whether rich could print ``file`` otherwise than plainly: a terminal, FORCE_COLOR or
+    TTY_COMPATIBLE set, Jupyter, or an encoding other than UTF-8."""
+    if "FORCE_COLOR" in os.environ or "TTY_COMPATIBLE" in os.environ or "IPython" in sys.modules:
+        return True
+    if (getattr(file, "encoding", None) or "utf-8").lower().replace("-", "") != "utf8":
+        return True
+    try:
+        return bool(file.isatty())
+    except (AttributeError, ValueError):
+        return True
+
+
+def _rich_console(**options: Any) -> Console:
+    from rich.console import Console
+
+    class QuietPipeConsole(Console):
+        def on_broken_pipe(self) -> None:
+            self.quiet = True
+            quiet_broken_pipe()
+
+    return QuietPipeConsole(**options)
 
 
 def json_option(help: str = 'Print JSON (errors too: {"error": {...}} on stdout).') -> Callable[[F], F]:

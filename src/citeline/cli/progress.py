@@ -5,12 +5,14 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from typing import TYPE_CHECKING
 
-from rich.console import Console
+if TYPE_CHECKING:
+    from citeline.cli.output import OutputConsole
 
 
 @contextmanager
-def progress_bar(enabled: bool, err: Console) -> Iterator[Callable[[str, int], None] | None]:
+def progress_bar(enabled: bool, err: OutputConsole) -> Iterator[Callable[[str, int], None] | None]:
     if not enabled:
         yield None
         return
@@ -32,7 +34,7 @@ def progress_bar(enabled: bool, err: Console) -> Iterator[Callable[[str, int], N
         TextColumn("{task.fields[rate]}"),
         TimeElapsedColumn(),
         TimeRemainingColumn(),  # once the total is known (`embed`: the pending chunks)
-        console=err,
+        console=err.rich,
         transient=True,
     ) as bar:
         names = {"file": "files", "chunks": "chunks embedded", "pending": "chunks embedded"}

@@ -32,12 +32,12 @@ import numpy.typing as npt
 
 from citeline.filters import Filter
 from citeline.jsonable import Jsonable
-from citeline.trace import Trace, TraceSummary
 from citeline.types import Chunk, Document
 
 if TYPE_CHECKING:
     from citeline.query.analysis import Query
     from citeline.settings import Settings
+    from citeline.trace import Trace, TraceSummary
 
 Vector = npt.NDArray[np.float32]
 

@@ -21,8 +21,6 @@ import functools
 import hashlib
 import os
 import platform
-import shutil
-import tempfile
 from pathlib import Path
 
 GRAPH, WEIGHTS = "model.onnx", "model.data"
@@ -67,6 +65,8 @@ def saved(folder: Path | None) -> Path | None:
 
 def staging(folder: Path) -> Path | None:
     """A new temporary folder beside ``folder`` to save a graph into (None: not writable)."""
+    import tempfile  # here and shutil below: for the process that saves a graph, not those loading one
+
     try:
         folder.parent.mkdir(parents=True, exist_ok=True)
         return Path(tempfile.mkdtemp(prefix=f".{folder.name}-", dir=folder.parent))
@@ -79,9 +79,13 @@ def publish(tmp: Path, folder: Path) -> None:
     if saved(tmp) is not None and not folder.exists():
         with contextlib.suppress(OSError):  # a folder replaces only an absent (or empty) one
             os.replace(tmp, folder)
+    import shutil
+
     shutil.rmtree(tmp, ignore_errors=True)
 
 
 def discard(folder: Path) -> None:
     """Remove an entry onnxruntime could not load (built again by this process)."""
+    import shutil
+
     shutil.rmtree(folder, ignore_errors=True)

@@ -5,7 +5,6 @@ the work pays for it, from a graph saved in the cache when there is one (optimiz
 from __future__ import annotations
 
 import os
-import shutil
 import threading
 from collections.abc import Sequence
 from pathlib import Path
@@ -111,6 +110,8 @@ class CpuSession:
         try:
             session = self._load(self._path, optimize=True, save_to=tmp)
         except Exception:  # e.g. a full disk: optimise without saving
+            import shutil
+
             shutil.rmtree(tmp, ignore_errors=True)
             return self._load(self._path, optimize=True)
         optimized.publish(tmp, folder)

@@ -13,7 +13,6 @@ from __future__ import annotations
 import functools
 import importlib.util
 import os
-import tempfile
 from collections.abc import Container, Mapping
 from pathlib import Path
 
@@ -67,6 +66,8 @@ def _cache_folder() -> Path:
 
 
 def _write_atomically(path: Path, blob: bytes) -> None:
+    import tempfile  # only the first process writes the list
+
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=".words-", dir=path.parent)
     try:

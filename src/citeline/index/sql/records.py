@@ -14,12 +14,14 @@ import time
 from abc import ABC, abstractmethod
 from collections.abc import Iterable, Mapping
 from contextlib import AbstractContextManager
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from citeline.index.base import ApiKey, EmbedderInfo
 from citeline.index.sql import rows
 from citeline.index.sql.dialect import Dialect, Session, insert_sql, upsert_sql
-from citeline.trace import Trace, TraceSummary
+
+if TYPE_CHECKING:  # loaded by what reads or writes traces: a search does neither
+    from citeline.trace import Trace, TraceSummary
 
 _EMBEDDER_KEYS = ("embedder", "embedder_version", "embedder_dim")
 

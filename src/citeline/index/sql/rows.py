@@ -11,12 +11,14 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from citeline.index.base import ApiKey
 from citeline.index.sql.dialect import Dialect
-from citeline.trace import Trace, TraceSummary
 from citeline.types import Chunk, Document
+
+if TYPE_CHECKING:  # loaded by what reads traces: a search does not
+    from citeline.trace import Trace, TraceSummary
 
 Row = Sequence[Any]
 
@@ -206,8 +208,12 @@ def trace_summary_columns(d: Dialect) -> str:
 
 
 def trace_summary(row: Row) -> TraceSummary:
+    from citeline.trace import TraceSummary
+
     return TraceSummary(row[0], row[1], row[2], bool(row[3]), row[4], row[5])
 
 
 def trace(data: str, owner: str) -> Trace:
+    from citeline.trace import Trace
+
     return Trace.from_json({**json.loads(data), "owner": owner})

@@ -14,7 +14,6 @@ from __future__ import annotations
 import json
 import math
 import os
-import shutil
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
@@ -105,7 +104,7 @@ class KeywordEngine:
         number = int(str(state.get("dir", "keyword-0")).rsplit("-", 1)[-1]) + 1
         name = f"keyword-{number}"
         path = self.folder / name
-        shutil.rmtree(path, ignore_errors=True)
+        _remove_tree(path)
         path.mkdir(parents=True)
         index = self._open(path)
         writer = index.writer(WRITER_HEAP, 1)
@@ -116,7 +115,7 @@ class KeywordEngine:
         _write_json(self.state_path, {"dir": name, "position": position})
         for old in self.folder.glob("keyword-*"):
             if old.name != name:
-                shutil.rmtree(old, ignore_errors=True)
+                _remove_tree(old)
         self._index, self._dir, self.position = None, None, -1
         self.refresh()
 
@@ -155,7 +154,7 @@ class KeywordEngine:
     def remove_files(self) -> None:
         self.state_path.unlink(missing_ok=True)
         for old in self.folder.glob("keyword-*"):
-            shutil.rmtree(old, ignore_errors=True)
+            _remove_tree(old)
         self._index, self._dir, self.position = None, None, -1
 
     # -- search ------------------------------------------------------------------------------
@@ -297,3 +296,9 @@ class SliceIndex:
         hit = np.flatnonzero(scores > 0)
         order = hit[np.lexsort((self.rowids[hit], -scores[hit]))][:k]
         return [(int(self.rowids[i]), float(scores[i])) for i in order]
+
+
+def _remove_tree(path: Path) -> None:
+    import shutil  # for the writers that rebuild the engine, not every search
+
+    shutil.rmtree(path, ignore_errors=True)
