@@ -8,12 +8,14 @@ Access is explicit: every call that reads documents names who is asking, a ``Pri
 
 from __future__ import annotations
 
+import contextlib
 import os
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from citeline.atomic import write_atomically
 from citeline.errors import (
     AccessError,
     DocumentNotFoundError,
@@ -474,16 +476,5 @@ def open_kb(
 def _write_template(path: Path, text: str) -> None:
     """Write the commented settings template atomically (a concurrent reader never sees half of
     it); a full disk only costs the template, never the command."""
-    import tempfile
-
-    try:
-        fd, tmp = tempfile.mkstemp(prefix=".citeline-toml-", dir=path.parent)
-        try:
-            with os.fdopen(fd, "w", encoding="utf-8") as f:
-                f.write(text)
-            os.replace(tmp, path)
-        except BaseException:
-            os.unlink(tmp)
-            raise
-    except OSError:
-        pass
+    with contextlib.suppress(OSError):
+        write_atomically(path, text, ".citeline-toml-")

@@ -79,10 +79,10 @@ def test_a_damaged_list_is_written_again(cache: Path) -> None:
 
 
 def test_an_unwritable_cache_keeps_the_dictionary(cache: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    def refuse(path: Path, blob: bytes) -> None:
+    def refuse(path: Path, blob: bytes, prefix: str) -> None:
         raise PermissionError(f"{path}: read-only")
 
-    monkeypatch.setattr(english, "_write_atomically", refuse)
+    monkeypatch.setattr(english, "write_atomically", refuse)
     words = english_words()
     assert not isinstance(words, SortedWords)
     assert "memory" in words and "certbot" not in words

@@ -22,6 +22,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
         "base",
         (
             "citeline.errors",
+            "citeline.atomic",
             "citeline.jsonable",
             "citeline.terminal",
             "citeline.types",
@@ -58,6 +59,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
         "command line",
         (
             "citeline.cli.app",
+            "citeline.cli.ending",
             "citeline.cli.main",
             "citeline.cli.progress",
             "citeline.cli.embed",

@@ -21,11 +21,12 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import json
-import os
 import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+from citeline.atomic import write_atomically
 
 _WORDS = re.compile(r"[a-z0-9]+|[^a-z0-9 ]")  # in lowercased printable ASCII: runs and punctuation
 #: the controls BertNormalizer keeps, as whitespace (it removes the others: left to the library)
@@ -173,22 +174,12 @@ def _settings(rules: WordPiece) -> dict[str, Any]:
 
 def write(rules: WordPiece | None, path: Path) -> None:
     """The rules as a file, or (None) the note that the tokenizer has another shape."""
-    import tempfile
-
     if rules is None:
         text = "null\n"
     else:
         by_id = sorted(rules.vocab, key=rules.vocab.__getitem__)
         text = json.dumps(_settings(rules)) + "\n" + "\n".join(by_id)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=".wordpiece-", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            f.write(text)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    write_atomically(path, text, ".wordpiece-")
 
 
 def read(path: Path) -> WordPiece | None:

@@ -12,9 +12,10 @@ from __future__ import annotations
 
 import functools
 import importlib.util
-import os
 from collections.abc import Container, Mapping
 from pathlib import Path
+
+from citeline.atomic import write_atomically
 
 #: the wordlist wordfreq's get_frequency_dict reads for ("en", wordlist="large")
 WORDLIST = "large_en.msgpack.gz"
@@ -65,20 +66,6 @@ def _cache_folder() -> Path:
     return process_cache_root()
 
 
-def _write_atomically(path: Path, blob: bytes) -> None:
-    import tempfile  # only the first process writes the list
-
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=".words-", dir=path.parent)
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(blob)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-
-
 def _wordfreq_dictionary() -> Mapping[str, float]:
     from wordfreq import get_frequency_dict
 
@@ -100,7 +87,7 @@ def english_words() -> Container[str]:
     words = _wordfreq_dictionary()
     blob = b"\n" + b"\n".join(sorted(w.encode() for w in words if w and "\n" not in w)) + b"\n"
     try:
-        _write_atomically(path, blob)
+        write_atomically(path, blob, ".words-")
     except OSError:
         return words  # a read-only cache: this process keeps the dictionary
     return SortedWords(blob)
