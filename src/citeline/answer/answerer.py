@@ -20,7 +20,7 @@ from citeline.answer.extractive import ExtractiveGenerator as UnitScorer
 from citeline.answer.extractive import confidence
 from citeline.answer.facts import missing_facts
 from citeline.answer.generators.base import Generator
-from citeline.answer.precision import precise_citations, supported_elsewhere
+from citeline.answer.precision import RECITE_MIN_WORDS, precise_citations, supported_elsewhere
 from citeline.answer.prompt import near_refusal, parse_free_text
 from citeline.answer.reader import Reader, Reading, reading_json
 from citeline.answer.relevance import Relevance, assess
@@ -454,7 +454,7 @@ class Answerer:
     ) -> tuple[tuple[int, ...], list[Cited], Support, str]:
         """A sentence its citations do not support cites the other passages of the context that
         do (precision.py, ``supported_elsewhere``), with the reason its check records."""
-        if support.supported or not valid:
+        if support.supported or not valid or len(text.split()) < RECITE_MIN_WORDS:
             return valid, cited, support, ""
         by_number = {p.number: p for p in passages}
         elsewhere = supported_elsewhere(

@@ -53,6 +53,11 @@ def precise_citations(
     return tuple(kept)
 
 
+# A sentence of fewer words is never re-cited: a word a document told the model to reply ("PWNED")
+# is a verbatim fragment of that document, not a claim it supports
+RECITE_MIN_WORDS = 4
+
+
 def supported_elsewhere(
     others: Sequence[Cited], check: CheckCited, facts_in: FactsIn
 ) -> tuple[list[Cited], Support] | None:
