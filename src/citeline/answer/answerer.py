@@ -355,7 +355,7 @@ class Answerer:
                 dropped += [n for n in s.citations if n not in by_number]
                 cited = [_cited(by_number[n]) for n in valid]
                 support = self._check(text, cited, by_number)
-                valid, cited, support, recited = self._recite(text, valid, cited, support, passages)
+                valid, cited, support, recited = self._recite(text, valid, cited, support, by_number)
                 keep = support.supported or self.settings.unsupported == "mark"
                 shown = valid
                 if keep:  # only the citations whose passage supports the sentence (precision.py)
@@ -450,15 +450,19 @@ class Answerer:
         return support
 
     def _recite(
-        self, text: str, valid: tuple[int, ...], cited: list[Cited], support: Support, passages: list[Passage]
+        self,
+        text: str,
+        valid: tuple[int, ...],
+        cited: list[Cited],
+        support: Support,
+        by_number: Mapping[int, Passage],
     ) -> tuple[tuple[int, ...], list[Cited], Support, str]:
         """A sentence its citations do not support cites the other passages of the context that
         do (precision.py, ``supported_elsewhere``), with the reason its check records."""
         if support.supported or not valid or len(text.split()) < RECITE_MIN_WORDS:
             return valid, cited, support, ""
-        by_number = {p.number: p for p in passages}
         elsewhere = supported_elsewhere(
-            [_cited(p) for p in passages if p.number not in valid],
+            [_cited(p) for n, p in by_number.items() if n not in valid],
             functools.partial(self._check, text, by_number=by_number),
             functools.partial(self._facts_in, text, by_number),
         )

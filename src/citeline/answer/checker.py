@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import itertools
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -80,7 +80,7 @@ class TrainedChecker:
             alone[n] = (own >= self.threshold, own)
         score = float(probs.max()) if len(probs) else 0.0
         supported = score >= self.threshold
-        if not supported and (grounded := _restated(claim, found, context)) is not None:
+        if not supported and (grounded := _restated(claim, found, texts)) is not None:
             # the model misses a value said in other words ("30 seconds" for "(default: `30s`)")
             n, unit = grounded
             return Support(
@@ -103,19 +103,18 @@ RESTATED_COVERAGE = 0.6
 _LITERAL = re.compile(r"`([^`]+)`|(?<![\w-])(--?[A-Za-z][\w-]*)")
 
 
-def _restated(
-    claim: str, found: Sequence[tuple[int, Unit]], context: Mapping[int, str]
-) -> tuple[int, Unit] | None:
+def _restated(claim: str, found: Sequence[tuple[int, Unit]], texts: Sequence[str]) -> tuple[int, Unit] | None:
+    """The unit of ``found`` that ``claim`` restates; ``texts`` are the units as the checker reads
+    them (after their headings)."""
     said = facts(claim)
     literals = [_squash_all(a or b) for a, b in _LITERAL.findall(claim)]
     if not (said.quantities or said.dates or said.names or said.versions or literals):
         return None  # it states no value: a paraphrase is the model's to judge
     terms = query_terms(claim)
     best: tuple[float, int, Unit] | None = None
-    for n, unit in found:
+    for (n, unit), text in zip(found, texts, strict=True):
         if unit.kind == "passage":
             continue
-        text = f"{context[n]}: {unit.text}" if context[n] else unit.text
         if missing_facts(claim, text) or any(lit not in _squash_all(text) for lit in literals):
             continue
         share = weighted_coverage(terms, text)
