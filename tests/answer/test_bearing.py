@@ -98,6 +98,22 @@ def test_bound_to_subject(question: str, context: str, expected: bool) -> None:
     assert bound_to_subject(asked_slot(question), context) is expected
 
 
+@pytest.mark.parametrize(
+    ("text", "context", "expected"),
+    [
+        ("Ashleigh Barty won the women's singles title in 2021.", "Wimbledon", False),
+        ("Simona Halep won the women's singles title in 2019.", "Wimbledon", True),
+        ("Simona Halep won the women's singles title.", "Wimbledon 2019", True),  # the year in its context
+        ("Simona Halep won the women's singles title in 20190.", "Wimbledon", False),
+    ],
+)
+def test_a_name_for_another_year_does_not_answer_a_question_about_one(
+    text: str, context: str, expected: bool
+) -> None:
+    slot = asked_slot("Who won the women's singles Wimbledon in 2019?")
+    assert bears(slot, text, context) is expected
+
+
 def test_a_value_stated_sentences_after_the_term_is_bound_to_it() -> None:
     """An entry names its setting once; its default comes later without the name."""
     text = (

@@ -145,3 +145,26 @@ def test_a_version_named_in_passing_is_a_qualifier_not_a_code(
 )
 def test_who_and_when_questions_name_what_was_done(question: str, predicate: tuple[str, ...]) -> None:
     assert asked_slot(question).predicate == predicate
+
+
+@pytest.mark.parametrize(
+    ("question", "attribute", "years"),
+    [
+        ("Who won the women's singles Wimbledon in 2019?", "who", ("2019",)),
+        ("Super Bowl 2021 location", "where", ("2021",)),
+        ("When is the premiere of 'Carole King & James Taylor: Just Call Me' in 2022?", "when", ("2022",)),
+        ("What is the release date of Elden Ring?", "when", ()),
+        ("When will Hogwarts Legacy come out?", "when", ()),
+        # a year inside a name, a version or a date is no year asked about
+        ("Who developed Cyberpunk 2077?", "who", ()),
+        ("Who maintains v2.2019 of the schema?", "who", ()),
+        # only who/when/where questions bind their answer to a year
+        ("What was the revenue in 2021?", "other", ()),
+    ],
+)
+def test_an_event_question_names_the_years_its_answer_belongs_to(
+    question: str, attribute: str, years: tuple[str, ...]
+) -> None:
+    slot = asked_slot(question)
+    assert (slot.attribute, slot.years) == (attribute, years)
+    assert slot.to_json().get("years", []) == list(years)

@@ -240,7 +240,12 @@ def _mentions(name: str, text: str) -> bool:
 def bears(slot: Slot, text: str, context: str) -> bool:
     """A unit bears the answer: it states a value of the asked kind, and it or its context
     (definition term, option line, the sentence before it, headings) names the subject."""
-    return states_value(slot, text) and bound_to_subject(slot, f"{context}\n{text}")
+    bound = f"{context}\n{text}"
+    return (
+        states_value(slot, text)
+        and bound_to_subject(slot, bound)
+        and all(re.search(rf"(?<!\d){year}(?!\d)", bound) for year in slot.years)
+    )
 
 
 def bearing_texts(slot: Slot, chunk: Chunk, title: str = "") -> frozenset[str]:

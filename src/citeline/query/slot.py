@@ -131,8 +131,10 @@ _RULES: tuple[tuple[Attribute, re.Pattern[str]], ...] = (
         "when",
         re.compile(
             r"^\W*when (?:was|were|did|will|is|are)\b(?!.*\b(?:used|needed|required|allowed|possible)\W*$)|"
-            r"^\W*when (?:does|do)\b.*\b(?:open|close|start|begin|end|finish|expire|happen|occur|take place)\W*$|"
-            r"\bwhat (?:date|day|year|month|time)\b|\bon (?:which|what) (?:date|day)\b",
+            r"^\W*when (?:does|do|will)\b.*\b(?:open|close|start|begin|end|finish|expire|happen|occur|take place|"
+            r"release|premiere|launch|air|come out)\W*$|"
+            r"\bwhat (?:date|day|year|month|time)\b|\bon (?:which|what) (?:date|day)\b|"
+            r"\b(?:release|premiere|launch|publication|expiry|expiration) date\b",
             _I,
         ),
     ),
@@ -245,6 +247,9 @@ class Slot:
     #: number of principals one certificate can list?"): with no subject or name, a value is bound
     #: to what its context says about them
     topic: tuple[str, ...] = ()
+    #: for who/when/where questions, the years they name ("Who won Wimbledon in 2019?"): the
+    #: answer is the one of that year, not a name or date a passage gives for another year
+    years: tuple[str, ...] = ()
 
     @property
     def wants_value(self) -> bool:
@@ -284,6 +289,8 @@ class Slot:
             out["sort"] = self.sort
         if self.names and not self.subject:
             out["names"] = list(self.names)
+        if self.years:
+            out["years"] = list(self.years)
         return out
 
 
@@ -319,9 +326,15 @@ def asked_slot(question: str) -> Slot:
     """The slot of ``question`` (its asking part, for a question that first tells a story)."""
     attribute = attribute_of(question)
     kind = "unit" if _UNIT_ASKED.search(question) else _KIND[attribute]
-    predicate = predicate_of(question) if attribute in ("who", "when", "where") else ()
+    event = attribute in ("who", "when", "where")
+    predicate = predicate_of(question) if event else ()
     sort = sort_of(question) if attribute == "which" else ""
-    return Slot(attribute, kind, subject_of(question), predicate, sort)
+    years = tuple(dict.fromkeys(_YEAR.findall(question))) if event else ()
+    return Slot(attribute, kind, subject_of(question), predicate, sort, years=years)
+
+
+# A year a question names: 1900-2039, standing alone (not "v2.2019", "Cyberpunk 2077", "2019-10")
+_YEAR = re.compile(r"(?<![\w.-])(?:19\d\d|20[0-3]\d)(?![\w.-]\w)")
 
 
 # "which signal", "what environment variable", "which flag": the sorts of name with a shape
