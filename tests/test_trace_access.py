@@ -67,3 +67,20 @@ def test_what_a_reader_without_the_secret_document_sees(generator: str, open_sen
 def test_a_reader_of_every_document_sees_the_trace_unchanged() -> None:
     whole = trace("llamacpp")
     assert redact(whole, {OPEN, SECRET}) is whole
+
+
+def test_the_refused_model_answer_an_extractive_one_replaced_is_redacted_too() -> None:
+    refused = {
+        "from": "llamacpp",
+        "reason": "no answer sentence is supported by its cited passage",
+        "verification": [Check("The budget is 4.2 million, roughly.", (1,), False, 0.2).to_json()],
+    }
+    seen = redact(trace("llamacpp").with_(fallback=refused), {OPEN})
+    assert "4.2 million" not in json.dumps(seen.to_json())
+    assert seen.fallback is not None and seen.fallback["reason"] == refused["reason"]
+    assert (
+        seen.fallback["verification"][0]["redacted"]
+        and seen.fallback["verification"][0]["supported"] is False
+    )
+    whole = trace("llamacpp").with_(fallback=refused)
+    assert redact(whole, {OPEN, SECRET}) is whole

@@ -175,6 +175,15 @@ class Settings:
         "answer is a refusal (with an LLM generator: before the LLM is called)",
     )
     max_answer_sentences: int = _opt(3, "extractive: most sentences in an answer", min=1)
+    fallback_reader_score: float = _opt(
+        # chosen on a golden dev sample (8 answerable + 4 unanswerable questions each of borg, gnuplot,
+        # postfix, packaged 1.5B); docs/evaluation.md "With a local LLM"
+        0.5,
+        "with an LLM generator: when the model finds no answer or the claim checks remove every sentence "
+        "it wrote, the extractive answer on the same passages is given instead if the reader's best score "
+        "reaches this (above 1: never)",
+        min=0.0,
+    )
     extractive_picks: str = _opt(
         # blend: answers named the gold in 2 more of golden dev + dev-extra's 109 answerable
         # questions and 4 more of a ConditionalQA train slice's 240 (extractive.READER_WEIGHT).

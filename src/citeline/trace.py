@@ -122,6 +122,9 @@ class Trace(Jsonable):
     degraded: str | None = None
     #: the trained reader's best score, threshold and top units (None without a reader)
     reader: Mapping[str, Any] | None = None
+    #: with an LLM generator whose answer was refused, the extractive answer replaced it: the
+    #: model's name, its refusal reason and claim checks (answer/fallback.py); else None
+    fallback: Mapping[str, Any] | None = None
     #: parts of this trace came from documents its reader may not read and are left out
     #: (trace_access.py); never stored, only set on what is shown
     redacted: bool = False
@@ -144,7 +147,9 @@ class Trace(Jsonable):
 
 
 #: the fields of a trace whose null is a value (the rest read a stored null as their default)
-_NULLABLE = frozenset({"expansion", "raw_completion", "confidence", "refusal_reason", "degraded", "reader"})
+_NULLABLE = frozenset(
+    {"expansion", "raw_completion", "confidence", "refusal_reason", "degraded", "reader", "fallback"}
+)
 
 
 @dataclass(frozen=True)

@@ -90,6 +90,14 @@ def redact(trace: Trace, readable: set[str]) -> Trace:
     }
     if hidden:
         changes["raw_completion"] = None
+        if trace.fallback is not None:  # the refused model's sentences: any passage's words
+            changes["fallback"] = {
+                **trace.fallback,
+                "verification": [
+                    {**c, "text": "", "reason": "", "redacted": True}
+                    for c in trace.fallback.get("verification", [])
+                ],
+            }
         if not trace.refused:  # the refusal sentence holds nothing from any document
             changes["answer"] = ""
         if trace.reader is not None:

@@ -200,14 +200,16 @@ class Components:
         reader = self.reader
 
         from citeline.answer.answerer import Answerer
-        from citeline.answer.extractive import ExtractiveGenerator
+        from citeline.answer.extractive import ExtractiveGenerator, extractive_factory
 
         # An LLM is called only where an extractive answer would not refuse for lack of any unit
         # close to the question (``min_answer_score``); the extractive generator checks it itself.
-        floor = (
-            None
-            if isinstance(self.generator, ExtractiveGenerator)
-            else ExtractiveGenerator(self.embedder, min_score=self._settings.min_answer_score)
+        llm = not isinstance(self.generator, ExtractiveGenerator)
+        floor = ExtractiveGenerator(self.embedder, min_score=self._settings.min_answer_score) if llm else None
+        # ... and its answer is refused only where the extractive answer would be too, when the
+        # reader says the context answers the question (answer/fallback.py)
+        fallback = (
+            extractive_factory(self, None) if llm and self._settings.fallback_reader_score <= 1 else None
         )
         # A read-only index answers without writing a trace, rather than failing to write one.
         settings = self._settings.replace(trace=False) if self._store.read_only else self._settings
@@ -222,4 +224,5 @@ class Components:
             count_tokens=self.embedder.count_tokens,
             reader=reader,
             floor=floor,
+            fallback=fallback,
         )

@@ -112,10 +112,50 @@ def test_a_sentence_the_model_repeats_is_said_once(small_kb: KnowledgeBase) -> N
 
 
 def test_nothing_supported_means_refusal(small_kb: KnowledgeBase) -> None:
+    # the model's own answer: no extractive answer in its place (answer/fallback.py)
+    small_kb.settings = dataclasses.replace(small_kb.settings, fallback_reader_score=2.0)
     small_kb.use_generator(ScriptedGenerator([("The queue was designed in 1987 by Ada Lovelace.", (1,))]))
     answer = small_kb.ask(QUESTION, ADMIN)
     assert answer.refused and answer.answer == REFUSAL and not answer.citations
     assert answer.sentences and answer.sentences[0].removed
+
+
+@pytest.mark.parametrize(
+    ("reply", "why"),
+    [
+        ([("The queue was designed in 1987 by Ada Lovelace.", (1,))], "no answer sentence is supported"),
+        ([], "the generator found no answer"),
+    ],
+)
+def test_a_refused_model_answer_gives_way_to_the_extractive_answer(
+    small_kb: KnowledgeBase, reply: list[tuple[str, tuple[int, ...]]], why: str
+) -> None:
+    gen = ScriptedGenerator(reply)
+    small_kb.use_generator(gen)
+    answer = small_kb.ask(QUESTION, ADMIN)
+    assert gen.calls == 1 and answer.reader_score is not None
+    assert not answer.refused and answer.generator == "extractive", answer
+    assert "alpha queue is full. [1]" in answer.answer and "Lovelace" not in answer.answer
+    assert answer.citations[0].source.endswith(".md")
+    trace = small_kb.trace(answer.trace_id or "")
+    assert trace is not None and trace.fallback is not None
+    assert trace.fallback["from"] == "scripted" and trace.fallback["reason"].startswith(why)
+    assert trace.verification and all(c.supported for c in trace.verification)  # the extractive checks
+    assert type(trace).from_json(trace.to_json()) == trace
+    # streamed, the extractive text follows the model's, and the answer is built from it
+    pieces: list[str] = []
+    streamed = small_kb.ask(QUESTION, ADMIN, on_text=pieces.append)
+    assert streamed.answer == answer.answer
+    assert all(s.text in "".join(pieces) for s in streamed.sentences if not s.removed)
+    # below the reader score it asks for, the model's refusal stands
+    small_kb.settings = dataclasses.replace(
+        small_kb.settings, fallback_reader_score=answer.reader_score + 1e-3
+    )
+    refused = small_kb.ask(QUESTION, ADMIN)
+    assert (
+        refused.refused and refused.generator == "scripted" and (refused.refusal_reason or "").startswith(why)
+    )
+    assert gen.calls == 3
 
 
 def test_streaming_gives_the_same_answer(small_kb: KnowledgeBase) -> None:

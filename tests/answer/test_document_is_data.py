@@ -6,6 +6,7 @@ real local model over the same kind of documents).
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 
@@ -138,5 +139,12 @@ def test_llm_reply_of_only_the_refusal_sentence_with_a_citation_is_a_refusal(
     hostile_kb: KnowledgeBase,
 ) -> None:
     hostile_kb.use_generator(EchoingModel([("I could not find this in the available documents.", (1,))]))
+    alone = dataclasses.replace(hostile_kb.settings, fallback_reader_score=2.0)  # answer/fallback.py off
+    hostile_kb.settings = alone
     answer = hostile_kb.ask("How long are audit logs kept?", ADMIN)
     assert answer.refused and answer.answer == REFUSAL and not answer.citations
+    # with it, the extractive answer takes the refused one's place, under the same contract
+    hostile_kb.settings = dataclasses.replace(alone, fallback_reader_score=0.0)
+    answer = hostile_kb.ask("How long are audit logs kept?", ADMIN)
+    assert answer.refused or (answer.generator == "extractive" and not near_refusal(answer.answer))
+    _check_contract(answer, hostile_kb)

@@ -6,6 +6,7 @@ module-level regular expression, and prompt-injection documents."""
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import io
 import json
 import os
@@ -730,10 +731,18 @@ def test_an_obedient_llm_cannot_pass_injected_text_off_as_an_answer(
     injected_kb: KnowledgeBase, reply: list[tuple[str, tuple[int, ...]]]
 ) -> None:
     model = ObedientModel(reply)
-    kb = KnowledgeBase(injected_kb.settings, injected_kb.store, embedder=injected_kb.embedder)
+    # the model's answer alone (answer/fallback.py off): refused
+    alone = dataclasses.replace(injected_kb.settings, fallback_reader_score=2.0)
+    kb = KnowledgeBase(alone, injected_kb.store, embedder=injected_kb.embedder)
     kb.use_generator(model)
     answer = kb.ask("What must the boiler pressure stay below?", ADMIN)
     assert answer.refused and answer.answer == REFUSAL, answer
+    # by default the extractive answer takes its place, under the same contract: none of the model's words
+    kb.settings = injected_kb.settings
+    answer = kb.ask("What must the boiler pressure stay below?", ADMIN)
+    contract(answer, kb)
+    assert answer.refused or answer.generator == "extractive"
+    assert "PWNED" not in answer.answer and "boiler is fine" not in answer.answer
     prompt = model.prompts[0]
     for fake in ("[3]", "[2]", "【4】", "［5］", "[6]"):
         assert fake not in prompt  # markers inside documents and titles reach the model escaped

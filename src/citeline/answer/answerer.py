@@ -17,8 +17,8 @@ from citeline.answer.bearing import deeper_context, missing_value
 from citeline.answer.citations import StreamingCitationFilter, escape_markers
 from citeline.answer.context import TokenCounter, assemble
 from citeline.answer.extractive import ExtractiveGenerator as UnitScorer
-from citeline.answer.extractive import confidence
 from citeline.answer.facts import missing_facts
+from citeline.answer.fallback import below_floor, fallback_json, falls_back
 from citeline.answer.generators.base import Generator
 from citeline.answer.precision import RECITE_MIN_WORDS, precise_citations, supported_elsewhere
 from citeline.answer.prompt import near_refusal, parse_free_text
@@ -94,6 +94,7 @@ class Answerer:
         count_tokens: TokenCounter | None = None,
         reader: Reader | None = None,
         floor: UnitScorer | None = None,
+        fallback: Generator | None = None,
     ) -> None:
         self.store = store
         self.retriever = retriever
@@ -106,6 +107,9 @@ class Answerer:
         #: with an LLM generator, the extractive generator's unit scores: the best must reach its
         #: ``min_score`` (``min_answer_score``) before the LLM is called, as before an extractive answer
         self.floor = floor
+        #: with an LLM generator, the extractive generator: its answer on the same passages when the
+        #: model's is refused for finding nothing or for failing its checks (``fallback_reader_score``)
+        self.fallback = fallback
         # Without the embedder's tokenizer, estimate ~4 characters per token.
         self.count_tokens: TokenCounter = count_tokens or (lambda texts: [len(t) // 4 + 2 for t in texts])
 
@@ -178,7 +182,8 @@ class Answerer:
     ) -> Answer:
         """Answer ``question``. With ``on_text``, the generator's text is passed on as it streams
         (citation markers are only ever emitted whole and in range); the returned Answer is then
-        built from exactly the streamed text, so streaming and not streaming give the same answer
+        built from exactly the streamed text (the extractive text streamed after a refused model
+        answer, where it replaces it: answer/fallback.py), so streaming and not streaming give the same answer
         from a deterministic generator. ``on_sentence`` hears each sentence once it is checked
         (answer/streaming.py turns that into verified-sentence events); ``on_progress`` hears
         each stage as it is reached."""
@@ -222,7 +227,7 @@ class Answerer:
         reason = (
             self._refusal_reason(relevance, passages, reading)
             or missing_value(query.slot, passages)
-            or self._below_floor(query, passages)
+            or below_floor(self.floor, query, passages)
         )
         draft: Draft | None = None
         if reason is None:
@@ -241,6 +246,24 @@ class Answerer:
         answer, trace = self._resolve(
             question, passages, draft, relevance, reason, timings, trace, on_sentence, progress
         )
+        if self.fallback is not None and falls_back(answer, reading, self.settings.fallback_reader_score):
+            with Stage(timings, "fallback"):
+                draft = self.fallback.generate(query, passages)
+            if on_text is not None:  # what is streamed is what the answer is built from
+                on_text("\n\n" + draft.raw)
+            trace = trace.with_(fallback=fallback_json(self.generator.name, answer, trace))
+            answer, trace = self._resolve(
+                question,
+                passages,
+                draft,
+                relevance,
+                None,
+                timings,
+                trace,
+                on_sentence,
+                progress,
+                self.fallback.name,
+            )
         timings["total"] = (time.perf_counter() - t0) * 1000
         trace = trace.with_(timings_ms=dict(timings), answer=answer.answer, refused=answer.refused)
         trace_id = self._save_trace(trace)
@@ -285,18 +308,6 @@ class Answerer:
             return f"reader score {reading.best:.2f} below threshold {self.settings.reader_threshold:.2f}"
         return None
 
-    def _below_floor(self, query: Query, passages: Sequence[Passage]) -> str | None:
-        """Why an LLM is not called: no unit of the context scores ``min_answer_score`` by
-        similarity and overlap, the floor under which the extractive generator refuses (on RGB's
-        first 50 negative-rejection questions, 3 the 0.5B answered; golden dev: none). Units are
-        embedded once for the reader's pre-ranking and the floor (embedding/memo.py)."""
-        if self.floor is None or not passages:
-            return None
-        best = confidence(self.floor.score_units(query, passages))
-        if best < self.floor.min_score:
-            return f"no sentence answers the question well enough (best {best:.2f})"
-        return None
-
     def _resolve(
         self,
         question: str,
@@ -308,7 +319,10 @@ class Answerer:
         trace: Trace,
         on_sentence: SentenceListener | None = None,
         progress: ProgressListener | None = None,
+        generator: str | None = None,
     ) -> tuple[Answer, Trace]:
+        generator = generator or self.generator.name
+
         def refusal(
             why: str, sentences: tuple[AnswerSentence, ...] = (), dropped: tuple[int, ...] = ()
         ) -> tuple[Answer, Trace]:
@@ -319,7 +333,7 @@ class Answerer:
                 (),
                 sentences,
                 dropped,
-                self.generator.name,
+                generator,
                 relevance=relevance.score,
                 refusal_reason=why,
             ), trace.with_(refusal_reason=why, verification=tuple(checks), dropped_citations=dropped)
@@ -434,7 +448,7 @@ class Answerer:
             tuple(citations),
             tuple(final),
             tuple(dropped),
-            self.generator.name,
+            generator,
             relevance=relevance.score,
         ), trace
 

@@ -130,6 +130,8 @@ def evaluate_answers(
                 "trace_id": answer.trace_id,
                 "reader_score": answer.reader_score,
                 "relevance": answer.relevance,
+                # differs from the report's generator where an LLM's refused answer gave way (fallback.py)
+                "generator": answer.generator,
             },
         )
         scored.append(score_question(obs, k))

@@ -45,6 +45,8 @@ async function loadTrace() {
     box.append(el("p", { text: "Generator " + t.generator + ", verifier " + t.verifier + ". Relevance " +
       (rel.score !== undefined ? Number(rel.score).toFixed(2) : "?") + " (threshold " + t.threshold + ")" +
       (t.refusal_reason ? ". Refused: " + t.refusal_reason : ".") }));
+    if (t.fallback) box.append(el("p", { class: "fallback", text: "The model's answer (" + t.fallback.from +
+      ") was refused: " + t.fallback.reason + ". This answer quotes the same passages instead." }));
     const slot = t.slot || {};
     if (slot.attribute) box.append(el("p", { class: "slot", text: "Asked for: " + askedFor(slot) }));
     if (t.redacted) box.append(el("p", { class: "muted", text: "Parts of this trace come from documents you may not read; they are left out." }));
