@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 
 from citeline.answer.bearing import bears, bound_to_subject, missing_value, states_literal, states_value
@@ -137,6 +139,34 @@ def test_list_items_are_about_their_lead_in_not_their_siblings() -> None:
     assert "--depth" not in contexts[-1]
 
 
+def test_an_entry_opening_with_its_own_label_is_not_about_the_line_above_it() -> None:
+    """A man page's "-c host_certificate_file" line, then "-d: Debug mode. ... Maximum is 3.": the
+    limit is the debug level's, not a certificate's."""
+    text = (
+        "-c host_certificate_file\n\n"
+        "-d: Debug mode. Multiple -d options increase the debugging level. Maximum is 3.\n\n"
+        "-e\n\n"
+        "Write debug logs to standard error instead of the system log."
+    )
+    units = passage_units(text)
+    contexts = dict(zip((u.text for u in units), binding_contexts(units, text, 0, (), ""), strict=True))
+    assert "host_certificate_file" not in contexts["Maximum is 3."]
+    slot = asked_slot("What is the maximum number of principals one certificate can list?")
+    assert not bears(
+        replace(slot, topic=("principals", "certificate")), "Maximum is 3.", contexts["Maximum is 3."]
+    )
+    # a description under an option line of its own is still that option's
+    assert "-e" in contexts["Write debug logs to standard error instead of the system log."]
+    # the option with an argument above it can be a heading of the man page rendered to text
+    text = "-d: Debug mode. Multiple -d options increase the debugging level. Maximum is 3."
+    units = passage_units(text)
+    trail = ("Description", "-c host_certificate_file")
+    contexts = dict(
+        zip((u.text for u in units), binding_contexts(units, text, 0, trail, "sshd"), strict=True)
+    )
+    assert contexts["Maximum is 3."].startswith("sshd > Description\n")
+
+
 def test_a_question_for_a_value_no_passage_states_is_refused_with_what_is_missing() -> None:
     passages = make_passages(
         ("smtpd_max_message_rate is the number of messages a client may send per time unit.",)
@@ -169,6 +199,13 @@ def test_a_question_without_identifiers_binds_a_value_by_its_proper_names() -> N
         ("What is the first display number for X11 sessions?", "The default is 10.", True),
         ("How many bits does the hash have?", "It uses sha256 over IPv6 addresses.", False),
         ("How much data is sent before rekeying?", "The default is between 1G and 4G.", True),
+        # a version is no amount
+        (
+            "How many keys can ssh-agent hold?",
+            "Destination constraints were added in OpenSSH release 8.9.",
+            False,
+        ),
+        ("How many keys can ssh-agent hold?", "Since version 2.1 it holds 16 keys.", True),
     ],
 )
 def test_digits_of_a_name_are_not_a_value(question: str, text: str, expected: bool) -> None:

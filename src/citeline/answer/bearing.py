@@ -125,8 +125,14 @@ _PRONOUN_ONE = re.compile(
 )
 
 
+# A version is no amount: "Destination constraints were added in OpenSSH release 8.9." does not say
+# how many keys an agent holds
+_VERSION_NUMBER = re.compile(r"\b(?:versions?|releases?)\s+v?\d+(?:\.\d+)*[a-z]?\b", _I)
+
+
 def _has_number(text: str) -> bool:
-    return _NUMBER.search(_PRONOUN_ONE.sub(" ", _NAMED_DIGITS.sub(" ", text))) is not None
+    text = _VERSION_NUMBER.sub(" ", _NAMED_DIGITS.sub(" ", text))
+    return _NUMBER.search(_PRONOUN_ONE.sub(" ", text)) is not None
 
 
 # A literal value: a number, a name, a quoted string, or a word that is a setting's value

@@ -363,6 +363,14 @@ def binding_contexts(
     ("virtual_minimum_uid (default: 100)") is about what its whole entry describes. Only for
     deciding what a unit is about: an answer quotes the unit, never this context."""
     head = " > ".join([title, *trail]) if title else " > ".join(trail)
+    # a man page's option with an argument is a heading ("-c host_certificate_file"), the options
+    # after it without one are not: an entry opening with its own label ("-d: Debug mode.") is
+    # not about that heading's option
+    own_head = (
+        " > ".join([t for t in (title, *trail[:-1]) if t])
+        if trail and _OPTION_HEADING.match(trail[-1])
+        else head
+    )
     term = definition_term(units, trail)
     paragraphs: list[list[Unit]] = []
     for i, unit in enumerate(units):
@@ -380,17 +388,26 @@ def binding_contexts(
             if len(paragraph) == 1 and _short(paragraph[0]) and k + 1 < len(paragraphs)
             else []
         )
+        # a paragraph opening with its own label ("-d: Debug mode.") is its own entry: the short
+        # line above it is the previous entry's ("-c host_certificate_file")
+        labelled = paragraph[0].kind == "sentence" and _LABEL.match(paragraph[0].text) is not None
+        if labelled:
+            before = None
         for unit in paragraph:
             if unit is term:
                 parts = [head, *(u.text for u in units if u is not unit)]
             else:
                 # a list item or table row is about what introduces its list, not its siblings
                 siblings = [u.text for u in paragraph if u is not unit and u.kind in ("sentence", "lead")]
-                parts = [head, *(u.text for u in (term, before) if u is not None), *siblings, *after]
+                parts = [own_head if labelled else head, *(u.text for u in (term, before) if u is not None)]
+                parts += [*siblings, *after]
             out.append("\n".join(p for p in parts if p))
         last = paragraph[-1]
         before = last if len(paragraph) == 1 and _short(last) else None
     return out
+
+
+_OPTION_HEADING = re.compile(r"^--?[A-Za-z][\w-]*(?:[ =]\S+)?$")
 
 
 def _short(unit: Unit) -> bool:
