@@ -331,11 +331,35 @@ def test_generator_endpoint_misbehaving(llm_kb: KnowledgeBase, endpoint: Endpoin
     assert llm_kb.check().ok
 
 
-def test_generator_nonsense_is_refused_not_shown(llm_kb: KnowledgeBase, endpoint: Endpoint) -> None:
+def test_generator_nonsense_is_refused_not_shown(
+    llm_kb: KnowledgeBase, endpoint: Endpoint, tmp_path: Path
+) -> None:
     endpoint.mode = "nonsense"  # well-formed, but cites a source that does not exist
     _llm(llm_kb, endpoint.url)
     answer = llm_kb.ask("How often does component C1-2 retry?", ADMIN)
     injected("generator_nonsense")
+    # the extractive answer on the same passages replaces it (answer/fallback.py); the trace keeps it
+    assert not answer.refused, answer.refusal_reason
+    assert answer.generator == "extractive" and "PWNED" not in answer.answer
+    assert answer.trace_id is not None
+    trace = llm_kb.trace(answer.trace_id)
+    assert trace is not None and trace.fallback is not None
+    assert trace.fallback["reason"] == "no answer sentence is supported by its cited passage"
+    # ... and `citeline ask` says so
+    proc = cli(
+        tmp_path / "index",
+        "ask",
+        "How often does component C1-2 retry?",
+        CITELINE_GENERATOR="openai",
+        CITELINE_GENERATOR_BASE_URL=endpoint.url,
+        CITELINE_REFUSAL_THRESHOLD="0",  # llm_kb's guards
+        CITELINE_MIN_ANSWER_SCORE="0",
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert "[1]" in proc.stdout and "PWNED" not in proc.stdout
+    assert "the model's answer was refused (no answer sentence is supported" in " ".join(proc.stderr.split())
+    _llm(llm_kb, endpoint.url, fallback_reader_score=2.0)  # no extractive answer in its place
+    answer = llm_kb.ask("How often does component C1-2 retry?", ADMIN)
     assert answer.refused and "PWNED" not in answer.answer and 99 in answer.dropped_citations
 
 

@@ -237,8 +237,17 @@ def ask(
             _print_json(answer.to_json())
         else:
             print_answer(answer)
-        trace = kb.trace(answer.trace_id) if explain and answer.trace_id else None
+        # an LLM's refused answer gave way to the extractive one (answer/fallback.py): say so
+        replaced = not as_json and answer.generator == "extractive" != kb.settings.generator.split(":")[0]
+        trace = kb.trace(answer.trace_id) if (explain or replaced) and answer.trace_id else None
         read_only = kb.read_only
+    if replaced:
+        why = f" ({trace.fallback['reason']})" if trace is not None and trace.fallback else ""
+        err.print(
+            f"[yellow]note:[/yellow] the model's answer was refused{_n(why)}; "
+            "this answer quotes the passages instead (fallback_reader_score)"
+        )
+    trace = trace if explain else None
     if explain and trace is None:
         why = "the index is read-only here" if read_only else "trace = false, or it was not written"
         err.print(f"[yellow]note:[/yellow] no trace was stored for this answer ({why})")
