@@ -343,3 +343,19 @@ def test_a_question_for_an_amount_no_passage_states_is_refused() -> None:
     assert reason is not None and reason.startswith("no passage states")
     stated = make_passages(("ssh-agent holds up to 100 keys at the same time.",))
     assert missing_value(asked_slot("How many keys can ssh-agent hold at the same time?"), stated) is None
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("A complete check took 7 hours.", True),
+        ("The default timeout is 300s.", True),
+        ("It can take several minutes on large clusters.", True),
+        ("Keys are kept forever unless a lifetime is set.", True),
+        # a number is not a time span, nor are digits in a name
+        ("Force remove one or more nodes from the swarm.", False),
+        ("Requires OpenSSH 9.0 with sha256 and X11.", False),
+    ],
+)
+def test_a_time_span_answers_how_long_something_takes(text: str, expected: bool) -> None:
+    assert states_value(asked_slot("How long does borg check take per terabyte?"), text) is expected

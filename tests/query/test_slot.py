@@ -168,3 +168,19 @@ def test_an_event_question_names_the_years_its_answer_belongs_to(
     slot = asked_slot(question)
     assert (slot.attribute, slot.years) == (attribute, years)
     assert slot.to_json().get("years", []) == list(years)
+
+
+@pytest.mark.parametrize(
+    ("question", "kind"),
+    [
+        ("How long does borg check --verify-data take per terabyte?", "duration"),
+        ("How long should fit take to converge on a million points?", "duration"),
+        ("How long will the migration take?", "duration"),
+        # how long something waits or is: a number with its unit, the default or a length
+        ("How long does borg wait to acquire a lock?", "number"),
+        ("How long can one line of an authorized_keys file be?", "number"),
+        ("How many keys can ssh-agent hold?", "number"),
+    ],
+)
+def test_how_long_something_takes_asks_for_a_time_span(question: str, kind: str) -> None:
+    assert asked_slot(question).kind == kind

@@ -115,6 +115,14 @@ _UNIT = re.compile(
 )
 
 
+# A time span: an amount of a unit of time ("30 minutes", "300s", "5d", "an hour", "a few
+# seconds"), or one without an amount ("forever", "instantly")
+_DURATION = re.compile(
+    rf"\b(?:{_AMOUNT}|an?|a few|several|many)[\s-]*(?:(?:milli|micro|nano)?seconds?|secs?|minutes?|mins?|"
+    r"hours?|hrs?|days?|weeks?|months?|years?)\b|\b\d+(?:\.\d+)?\s?(?:ms|us|ns|[smhdw])\b|"
+    r"\b(?:forever|indefinitely|instantly|immediately|no time)\b",
+    _I,
+)
 # Digits that are part of a name, not an amount: "X11", "sha256", "IPv6", "sshd(8)", "RFC4716",
 # a file named with its version ("aptitude-0.8.13.tar.gz")
 _NAMED_DIGITS = re.compile(r"\b[A-Za-z_][A-Za-z_-]*\d(?:[\w.-]*\w)?|\w\(\d[a-z]?\)")
@@ -155,6 +163,8 @@ def states_value(slot: Slot, text: str) -> bool:
     attribute = slot.attribute
     if slot.kind == "unit":
         return _UNIT.search(text) is not None
+    if slot.kind == "duration":
+        return _DURATION.search(_NAMED_DIGITS.sub(" ", text)) is not None
     if attribute == "default":
         return _DEFAULT.search(text) is not None
     if attribute == "maximum":

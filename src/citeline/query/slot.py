@@ -38,6 +38,7 @@ Kind = Literal[
     "value",
     "number",
     "unit",
+    "duration",
     "version",
     "identifier",
     "definition",
@@ -320,12 +321,18 @@ def subject_of(question: str) -> tuple[str, ...]:
 
 # "Which time unit ...", "in what unit": a unit is asked for, not an amount
 _UNIT_ASKED = re.compile(r"\b(?:what|which)\s+(?:\w+\s+)?units?\b", _I)
+# "How long does borg check take per terabyte?": the time something takes, not a length
+_TAKES_TIME = re.compile(
+    r"\bhow long (?:does|do|did|will|would|should|can|could|may|might)\b.*\btakes?\b", _I
+)
 
 
 def asked_slot(question: str) -> Slot:
     """The slot of ``question`` (its asking part, for a question that first tells a story)."""
     attribute = attribute_of(question)
     kind = "unit" if _UNIT_ASKED.search(question) else _KIND[attribute]
+    if attribute == "quantity" and _TAKES_TIME.search(question):
+        kind = "duration"
     event = attribute in ("who", "when", "where")
     predicate = predicate_of(question) if event else ()
     sort = sort_of(question) if attribute == "which" else ""
