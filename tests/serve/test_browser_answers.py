@@ -210,3 +210,37 @@ def test_the_trace_says_what_the_question_asked_for(browser: Any, url: str, corp
     )
     assert not s.problems, s.problems
     s.close()
+
+
+class FindsNothing:
+    """An 'LLM' that finds no answer in passages that hold one (a small model's false refusal)."""
+
+    name = "finds-nothing"
+    context_tokens = 4000
+
+    def generate(self, question: Any, passages: Sequence[Passage]) -> Draft:
+        return Draft((), refused=True, raw="")
+
+    def stream(self, question: Any, passages: Sequence[Passage]) -> Iterator[str]:
+        yield ""
+
+
+def test_the_trace_says_which_answer_replaced_a_refused_model_answer(browser: Any, corpus: Corpus) -> None:
+    """The model found nothing where the reader says the context answers: the page shows the
+    extractive answer with its citations, and "How was this answered" says why (answer/fallback.py)."""
+    kb = variant(corpus.kb)
+    kb.use_generator(FindsNothing())
+    with serving(kb, mcp=False) as base:
+        s = Session(browser, base, corpus.reader_key)
+        page = s.page
+        s.ask(Q_TOKEN)
+        assert page.locator("#answer .sentence-wrap").count() > 0
+        page.click("#trace-panel summary")
+        page.wait_for_selector("#trace-body p.fallback")
+        assert squash(page.text_content("#trace-body p.fallback") or "") == (
+            "The model's answer (finds-nothing) was refused: the generator found no answer in the sources. "
+            "This answer quotes the same passages instead."
+        )
+        assert not s.problems, s.problems
+        s.close()
+    kb.close()
