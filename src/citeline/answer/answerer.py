@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import dataclasses
-import functools
 import time
 import uuid
 import warnings
@@ -15,17 +14,15 @@ import numpy as np
 
 from citeline.answer.bearing import deeper_context, missing_value
 from citeline.answer.citations import StreamingCitationFilter, escape_markers
+from citeline.answer.claims import ClaimChecker, as_cited
 from citeline.answer.context import TokenCounter, assemble
 from citeline.answer.extractive import ExtractiveGenerator as UnitScorer
-from citeline.answer.facts import missing_facts
 from citeline.answer.fallback import below_floor, fallback_json, falls_back
 from citeline.answer.generators.base import Generator
-from citeline.answer.precision import RECITE_MIN_WORDS, precise_citations, supported_elsewhere
 from citeline.answer.prompt import near_refusal, parse_free_text
 from citeline.answer.reader import Reader, Reading, reading_json
 from citeline.answer.relevance import Relevance, assess
-from citeline.answer.units import heading_context, table_header
-from citeline.answer.verify import Cited, Support, Verifier
+from citeline.answer.verify import Support, Verifier
 from citeline.errors import InvalidQuestionError
 from citeline.filters import Filter
 from citeline.index.base import Store
@@ -346,6 +343,7 @@ class Answerer:
                 return refusal(f"no sentence answers the question well enough (best {draft.confidence:.2f})")
             return refusal("the generator found no answer in the sources")
         by_number = {p.number: p for p in passages}
+        claims = ClaimChecker(self.verifier, by_number)
         dropped = list(draft.invented_citations)
         sentences: list[AnswerSentence] = []
         # per passage: the span of the unit that best supports a sentence citing it, with its score
@@ -367,18 +365,12 @@ class Answerer:
                 said.add(said_key)
                 valid = tuple(n for n in dict.fromkeys(s.citations) if n in by_number)
                 dropped += [n for n in s.citations if n not in by_number]
-                cited = [_cited(by_number[n]) for n in valid]
-                support = self._check(text, cited, by_number)
-                valid, cited, support, recited = self._recite(text, valid, cited, support, by_number)
+                cited = [as_cited(by_number[n]) for n in valid]
+                support = claims.check(text, cited)
+                valid, cited, support, recited = claims.recite(text, valid, cited, support)
                 keep = support.supported or self.settings.unsupported == "mark"
-                shown = valid
-                if keep:  # only the citations whose passage supports the sentence (precision.py)
-                    shown = precise_citations(
-                        cited,
-                        support,
-                        functools.partial(self._check, text, by_number=by_number),
-                        functools.partial(self._facts_in, text, by_number),
-                    )
+                # only the citations whose passage supports the sentence (precision.py)
+                shown = claims.precise(text, cited, support) if keep else valid
                 own = tuple(
                     SentenceQuote(
                         n, *support.quotes.get(n, (by_number[n].chunk.start, by_number[n].chunk.end))
@@ -452,44 +444,6 @@ class Answerer:
             relevance=relevance.score,
         ), trace
 
-    def _check(self, text: str, cited: Sequence[Cited], by_number: Mapping[int, Passage]) -> Support:
-        """The claim check of a sentence against ``cited``: the verifier's, and its numbers, dates
-        and names must be in what it cites."""
-        support = self.verifier.check(text, cited)
-        if support.supported:
-            missing = missing_facts(text, "\n".join(by_number[c.n].chunk.index_text for c in cited))
-            if missing:
-                why = f"not in the cited passage: {', '.join(missing[:5])}"
-                support = dataclasses.replace(support, supported=False, reason=why)
-        return support
-
-    def _recite(
-        self,
-        text: str,
-        valid: tuple[int, ...],
-        cited: list[Cited],
-        support: Support,
-        by_number: Mapping[int, Passage],
-    ) -> tuple[tuple[int, ...], list[Cited], Support, str]:
-        """A sentence its citations do not support cites the other passages of the context that
-        do (precision.py, ``supported_elsewhere``), with the reason its check records."""
-        if support.supported or not valid or len(text.split()) < RECITE_MIN_WORDS:
-            return valid, cited, support, ""
-        elsewhere = supported_elsewhere(
-            [_cited(p) for n, p in by_number.items() if n not in valid],
-            functools.partial(self._check, text, by_number=by_number),
-            functools.partial(self._facts_in, text, by_number),
-        )
-        if elsewhere is None:
-            return valid, cited, support, ""
-        moved, checked = elsewhere
-        numbers = tuple(c.n for c in moved)
-        return numbers, moved, checked, f"cited {list(valid)}, supported by {list(numbers)}"
-
-    @staticmethod
-    def _facts_in(text: str, by_number: Mapping[int, Passage], cited: Cited) -> bool:
-        return not missing_facts(text, by_number[cited.n].chunk.index_text)
-
     def _save_trace(self, trace: Trace) -> str | None:
         if not self.settings.trace:
             return None
@@ -501,10 +455,3 @@ class Answerer:
             )
             return None
         return trace.id
-
-
-def _cited(passage: Passage) -> Cited:
-    c = passage.chunk
-    return Cited(
-        passage.number, c.text, c.start, heading_context(c.heading_trail, passage.hit.title), table_header(c)
-    )

@@ -9,7 +9,8 @@ import click
 
 from citeline.cli.output import json_option, open_kb
 from citeline.registry import KINDS, registry
-from citeline.settings import load_settings, redact_url, toml_value
+from citeline.settings import load_settings, toml_value
+from citeline.url_secrets import redact_url
 
 
 def _redact(value: Any) -> Any:

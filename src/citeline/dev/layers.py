@@ -33,6 +33,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
             "citeline.trace",
             "citeline.registry",
             "citeline.settings",
+            "citeline.url_secrets",
         ),
     ),
     ("query", ("citeline.query",)),

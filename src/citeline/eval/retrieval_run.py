@@ -50,8 +50,9 @@ from citeline.kb import KnowledgeBase, open_kb
 from citeline.rerank.base import Reranker
 from citeline.retrieval.fusion import convex_combination, reciprocal_rank_fusion
 from citeline.retrieval.hybrid import Retrieval
-from citeline.settings import Settings, cache_root, is_url, load_settings, redact_url
+from citeline.settings import Settings, cache_root, is_url, load_settings
 from citeline.types import Hit
+from citeline.url_secrets import redact_url
 
 FUSIONS = ("rrf", "convex")
 STAGE_ORDER = ("bm25", "dense", "fused", "fused_rrf", "fused_convex", "reranked")

@@ -23,7 +23,7 @@ from citeline.errors import (
     ReadOnlyIndexError,
 )
 from citeline.index.sql.dialect import POSTGRES, Session
-from citeline.settings import redact_url
+from citeline.url_secrets import redact_url
 
 # psycopg_pool logs every failed reconnection attempt as a warning; with no handler configured
 # Python prints those on stderr in the middle of a command's output. A handler of its own keeps

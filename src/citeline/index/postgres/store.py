@@ -32,7 +32,8 @@ from citeline.index.postgres.write import insert_chunks, rebuild_keyword
 from citeline.index.sql.dialect import POSTGRES, Session
 from citeline.index.sql.fts5 import tokenizer
 from citeline.index.sql.writes import NewChunk
-from citeline.settings import Settings, redact_url
+from citeline.settings import Settings
+from citeline.url_secrets import redact_url
 
 if TYPE_CHECKING:
     from citeline.build_context import BuildContext
