@@ -151,6 +151,16 @@ class Settings:
         "units the reader scores per question (cheaply pre-ranked)",
         min=1,
     )
+    reader_span_weight: float = _opt(
+        # 0 (off): the span head reads units better on manuals it never saw (P@1 0.621 -> 0.707 at 0.5,
+        # each golden dev manual held out in turn), but through the pipeline its picks named the gold in
+        # 182 of 275 golden test answers against 188 without it (training/README.md, "The span head
+        # manual by manual"); the units' order is mostly decided by the asked slot's rules
+        0.0,
+        "weight of the reader's span head (does the unit state a value, not only the topic) in its score; "
+        "0 = the pair classifier alone",
+        min=0.0,
+    )
     reader_threshold: float = _opt(
         # chosen on evalsets/postfix/dev.jsonl + tests/data/questions.jsonl pooled (citeline calibrate
         # on each; the highest refusal recall + answered share, README "Refusal thresholds"); chosen

@@ -41,9 +41,9 @@ def test_the_reader_scores_a_pair_once() -> None:
     calls: list[int] = []
     original = model.pairs.logits
 
-    def counted(pairs):
+    def counted(pairs, head=None):
         calls.append(len(pairs))
-        return original(pairs)
+        return original(pairs, head)
 
     model.pairs.logits = counted  # type: ignore[method-assign]
     try:

@@ -127,8 +127,8 @@ def test_wheel_includes_the_web_page_and_the_trained_model(tmp_path: Path) -> No
     names = set(zipfile.ZipFile(wheel).namelist())
     for name in STATIC:
         assert f"citeline/server/static/{name}" in names
-    # our trained reader and claim checker ship inside the package, with their model card
-    for name in ("model.onnx", "tokenizer.json", "config.json", "MODEL_CARD.md"):
+    # our trained reader and claim checker ship inside the package, with their span head and model card
+    for name in ("model.onnx", "span.onnx", "tokenizer.json", "config.json", "MODEL_CARD.md"):
         assert f"citeline/answer/data/cross-encoder/{name}" in names
 
 

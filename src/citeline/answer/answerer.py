@@ -220,7 +220,7 @@ class Answerer:
             with Stage(timings, "read"):
                 reading = self.reader.read(query, passages)
             trace = trace.with_(reader=reading_json(reading, self.settings.reader_threshold))
-            progress("read", {"best": round(reading.best, 4)})
+            progress("read", {"best": round(reading.guard, 4)})
         reason = (
             self._refusal_reason(relevance, passages, reading)
             or missing_value(query.slot, passages)
@@ -269,7 +269,7 @@ class Answerer:
             trace_id=trace_id,
             timings_ms=timings,
             confidence=None if draft is None else draft.confidence,
-            reader_score=None if reading is None else reading.best,
+            reader_score=None if reading is None else reading.guard,
             degraded=retrieval.degraded,
             slot=query.slot.to_json(),
         )
@@ -301,8 +301,8 @@ class Answerer:
         if relevance.score < self.settings.refusal_threshold:
             return f"relevance {relevance.score:.2f} below threshold {self.settings.refusal_threshold:.2f}"
         # the reader's threshold was chosen with the relevance guard in front of it (calibration.py)
-        if reading is not None and reading.best < self.settings.reader_threshold:
-            return f"reader score {reading.best:.2f} below threshold {self.settings.reader_threshold:.2f}"
+        if reading is not None and reading.guard < self.settings.reader_threshold:
+            return f"reader score {reading.guard:.2f} below threshold {self.settings.reader_threshold:.2f}"
         return None
 
     def _resolve(

@@ -49,7 +49,7 @@ def falls_back(answer: Answer, reading: Reading | None, min_reader: float) -> bo
     context reaches ``min_reader`` (without a reader, the extractive generator's floor decides)."""
     if not answer.refused or answer.refusal_reason not in MODEL_REFUSALS:
         return False
-    return reading is None or reading.best >= min_reader
+    return reading is None or reading.guard >= min_reader
 
 
 def fallback_json(model: str, refused: Answer, trace: Trace) -> dict[str, Any]:

@@ -23,6 +23,7 @@ import numpy as np
 import numpy.typing as npt
 
 from citeline.answer.facts import neutral_numbers
+from citeline.answer.span import SpanHead
 from citeline.answer.units import (
     Unit,
     chunk_units,
@@ -65,9 +66,12 @@ class CrossEncoderModel:
         self.pairs = OnnxPairScorer(
             folder, max_tokens=int(self.config.get("max_tokens", 128)), threads=threads
         )
+        #: the span head beside the reader (answer/span.py), when the folder ships one
+        self.span = SpanHead(folder, self.config["span"], threads) if "span" in self.config else None
         # The reranker reads the units of the top passages; the reader then reads the context's
         # units again for the refusal guard and the picks: those pairs are scored once.
-        self._read: OrderedDict[tuple[str, str], float] = OrderedDict()
+        # (question, unit, with the span head) -> (the pair's log-odds, the span's or 0)
+        self._read: OrderedDict[tuple[str, str, bool], tuple[float, float]] = OrderedDict()
 
     def _probabilities(self, task: str, pairs: Sequence[tuple[str, str]]) -> npt.NDArray[np.float32]:
         if not pairs:
@@ -75,16 +79,37 @@ class CrossEncoderModel:
         logits = self.pairs.logits([(self.prefixes[task] + first, second) for first, second in pairs])
         return _sigmoid(logits[:, -1])
 
-    def reader_scores(self, question: str, units: Sequence[str]) -> npt.NDArray[np.float32]:
-        missing = list(dict.fromkeys(u for u in units if (question, u) not in self._read))
-        for unit, score in zip(
-            missing, self._probabilities("reader", [(question, u) for u in missing]), strict=True
-        ):
-            self._read[(question, unit)] = float(score)
-        out = np.array([self._read[(question, u)] for u in units], dtype=np.float32)
+    def span_weight(self, weight: float | None = None) -> float:
+        """``weight`` (None: the model's own, config.json) or 0 when the model has no span head."""
+        if self.span is None:
+            return 0.0
+        return self.span.weight if weight is None else weight
+
+    def reader_logits(
+        self, question: str, units: Sequence[str], with_span: bool = True
+    ) -> tuple[npt.NDArray[np.float32], npt.NDArray[np.float32]]:
+        """Per unit, the pair classifier's log-odds and the span head's (zeros without it)."""
+        with_span = with_span and self.span is not None
+        missing = list(dict.fromkeys(u for u in units if (question, u, with_span) not in self._read))
+        if missing:
+            pairs = [(self.prefixes["reader"] + question, u) for u in missing]
+            logits = self.pairs.logits(pairs, head=self.span if with_span else None)
+            for unit, row in zip(missing, logits, strict=True):
+                self._read[(question, unit, with_span)] = (float(row[0]), float(row[1]) if with_span else 0.0)
+        parts = np.array([self._read[(question, u, with_span)] for u in units], dtype=np.float32)
         while len(self._read) > _READ_MEMO:
             self._read.popitem(last=False)
-        return out
+        parts = parts.reshape(-1, 2)
+        return parts[:, 0], parts[:, 1]
+
+    def reader_scores(
+        self, question: str, units: Sequence[str], span_weight: float | None = None
+    ) -> npt.NDArray[np.float32]:
+        """P(the unit answers the question): the pair classifier's log-odds plus ``span_weight``
+        (default: the model's own; 0: the classifier alone) times the span head's."""
+        weight = self.span_weight(span_weight)
+        pair, span = self.reader_logits(question, units, with_span=weight > 0)
+        return _sigmoid(pair + weight * span)
 
     def checker_scores(self, claim: str, premises: Sequence[str]) -> npt.NDArray[np.float32]:
         return self._probabilities("checker", [neutral_numbers(claim, p) for p in premises])
@@ -147,7 +172,12 @@ def candidates(passages: Sequence[Passage]) -> list[Candidate]:
 @dataclass(frozen=True)
 class Scored:
     candidate: Candidate
-    score: float
+    score: float  # the reader's: the pair classifier and the span head together (what picks units)
+    pair: float = -1.0  # the pair classifier's alone (what the refusal guard reads); -1: as score
+
+    @property
+    def topical(self) -> float:
+        return self.score if self.pair < 0 else self.pair
 
 
 @dataclass(frozen=True)
@@ -158,13 +188,22 @@ class Reading:
 
     @property
     def best(self) -> float:
+        """The best unit's score (pair classifier and span head): what orders the units."""
         return self.scored[0].score if self.scored else 0.0
+
+    @property
+    def guard(self) -> float:
+        """The best pair-classifier score: what the refusal guard and the LLM fallback compare with
+        their thresholds. Chosen on golden dev: with the span head's score in it the guard refused
+        as many unanswerable questions only by refusing more answerable ones (docs/evaluation.md)."""
+        return max((s.topical for s in self.scored), default=0.0)
 
 
 def reading_json(reading: Reading, threshold: float, top: int = 5) -> dict[str, object]:
-    """What a trace keeps of a reading: the best score, the threshold and the top candidates."""
+    """What a trace keeps of a reading: the best pair-classifier score and the threshold it is
+    compared with, and the top candidates with their scores (span head included) and pair scores."""
     return {
-        "best": round(reading.best, 4),
+        "best": round(reading.guard, 4),
         "threshold": threshold,
         "scored": len(reading.scored),
         "top": [
@@ -174,6 +213,7 @@ def reading_json(reading: Reading, threshold: float, top: int = 5) -> dict[str, 
                 "end": s.candidate.unit.end,
                 "kind": s.candidate.unit.kind,
                 "score": round(s.score, 4),
+                "pair": round(s.topical, 4),
             }
             for s in reading.scored[:top]
         ],
@@ -185,15 +225,23 @@ class Reader:
 
     ``prefilter`` ranks candidates cheaply (the extractive generator's similarity and term
     overlap) and only the top ``limit`` reach the model: the cost of a question is bounded.
-    The last readings are kept, so the refusal guard and the generator share one.
+    The last readings are kept, so the refusal guard and the generator share one. ``span_weight``
+    adds the span head's log-odds to the pair classifier's (answer/span.py; 0: off, the default).
     """
 
     name = "citeline"
 
-    def __init__(self, model: CrossEncoderModel, limit: int = 12, prefilter: Prefilter | None = None) -> None:
+    def __init__(
+        self,
+        model: CrossEncoderModel,
+        limit: int = 12,
+        prefilter: Prefilter | None = None,
+        span_weight: float = 0.0,
+    ) -> None:
         self.model = model
         self.limit = limit
         self.prefilter = prefilter
+        self.span_weight = span_weight
         self._recent: OrderedDict[tuple[str, tuple[str, ...]], Reading] = OrderedDict()
 
     def read(self, question: Query | str, passages: Sequence[Passage]) -> Reading:
@@ -205,9 +253,11 @@ class Reader:
         found = candidates(passages)
         if self.prefilter is not None and len(found) > self.limit:
             found = self.prefilter(query, found)[: self.limit]
-        scores = self.model.reader_scores(query.text, [c.model_text for c in found])
+        weight = self.model.span_weight(self.span_weight)
+        pair, span = self.model.reader_logits(query.text, [c.model_text for c in found], weight > 0)
+        scores, topical = _sigmoid(pair + weight * span), _sigmoid(pair)
         order = sorted(range(len(found)), key=lambda i: (-float(scores[i]), i))
-        reading = Reading(tuple(Scored(found[i], float(scores[i])) for i in order))
+        reading = Reading(tuple(Scored(found[i], float(scores[i]), float(topical[i])) for i in order))
         self._recent[key] = reading
         while len(self._recent) > 8:
             self._recent.popitem(last=False)
@@ -258,9 +308,15 @@ def composed(vectors: npt.NDArray[np.float32]) -> npt.NDArray[np.float32]:
 def reader_factory(context: BuildContext | None, argument: str | None) -> Reader:
     """``citeline`` (the packaged model) or ``citeline:DIR`` (another export of it)."""
     folder = Path(argument).expanduser() if argument else PACKAGED
-    limit = context.settings.reader_units if context is not None else 12
-    prefilter = Prefilter(context.embedder) if context is not None else None
-    return Reader(packaged_model(folder), limit=limit, prefilter=prefilter)
+    if context is None:
+        return Reader(packaged_model(folder))
+    settings = context.settings
+    return Reader(
+        packaged_model(folder),
+        limit=settings.reader_units,
+        prefilter=Prefilter(context.embedder),
+        span_weight=settings.reader_span_weight,
+    )
 
 
 class ReaderReranker:
@@ -278,8 +334,9 @@ class ReaderReranker:
     name = "reader"
     rrf_k = 60
 
-    def __init__(self, model: CrossEncoderModel) -> None:
+    def __init__(self, model: CrossEncoderModel, span_weight: float = 0.0) -> None:
         self.model = model
+        self.span_weight = span_weight
 
     def rerank(self, query: Query | str, hits: Sequence[Hit]) -> list[Hit]:
         from dataclasses import replace
@@ -290,7 +347,9 @@ class ReaderReranker:
             return []
         passages = [Passage(number=i, hit=h, text=h.chunk.text) for i, h in enumerate(hits, 1)]
         found = candidates(passages)
-        scores = self.model.reader_scores(analyze(query).text, [c.model_text for c in found])
+        scores = self.model.reader_scores(
+            analyze(query).text, [c.model_text for c in found], self.span_weight
+        )
         best = [0.0] * len(hits)
         for c, score in zip(found, scores, strict=True):
             best[c.passage - 1] = max(best[c.passage - 1], float(score))
@@ -305,4 +364,5 @@ class ReaderReranker:
 
 
 def reader_reranker_factory(context: BuildContext | None, argument: str | None) -> ReaderReranker:
-    return ReaderReranker(packaged_model(Path(argument).expanduser() if argument else PACKAGED))
+    model = packaged_model(Path(argument).expanduser() if argument else PACKAGED)
+    return ReaderReranker(model, context.settings.reader_span_weight if context is not None else 0.0)

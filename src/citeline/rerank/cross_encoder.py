@@ -39,6 +39,17 @@ class PairScorer(Protocol):
     def score(self, query: str, passages: Sequence[str]) -> npt.NDArray[np.float32]: ...
 
 
+class Head(Protocol):
+    """A second model on a cross-encoder's hidden states (answer/span.py): ``hidden`` names the
+    output it reads; called with it, the attention mask and the type ids, one score per pair."""
+
+    hidden: str
+
+    def __call__(
+        self, hidden: npt.NDArray[np.float32], mask: npt.NDArray[np.int64], types: npt.NDArray[np.int64]
+    ) -> npt.NDArray[np.float32]: ...
+
+
 class OnnxPairScorer:
     """A BERT-style cross-encoder exported to ONNX: inputs input_ids/attention_mask[/token_type_ids],
     output logits of shape (batch, 1) (a relevance score) or (batch, 2) (not relevant, relevant)."""
@@ -105,22 +116,32 @@ class OnnxPairScorer:
     def _inputs(self) -> frozenset[str]:
         return frozenset(i.name for i in self._session.get_inputs())
 
-    def logits(self, pairs: Sequence[tuple[str, str]]) -> npt.NDArray[np.float32]:
-        """The model's raw output for each (first, second) text pair, shape (pairs, classes).
+    @functools.cached_property
+    def _first_output(self) -> str:
+        return str(self._session.get_outputs()[0].name)
+
+    def logits(self, pairs: Sequence[tuple[str, str]], head: Head | None = None) -> npt.NDArray[np.float32]:
+        """The model's raw output for each (first, second) text pair, shape (pairs, classes), and
+        with ``head`` one more column: the head's score of the hidden states it reads.
 
         Pairs run shortest first, cut where padding costs least (inference/batching.py): in
         arrival order, batches of 16 padded a reader's 20 units by ~35%."""
         if not pairs:
-            return np.zeros((0, 1), dtype=np.float32)
+            return np.zeros((0, 1 if head is None else 2), dtype=np.float32)
         ids, mask, types = self._encode(pairs)
         lengths = [int(n) for n in mask.sum(axis=1)]
+        wanted = [self._first_output] + ([head.hidden] if head is not None else [])
         out: npt.NDArray[np.float32] | None = None
         for batch in length_batches(lengths, self.batch_size, self.batch_size * self.max_tokens):
             width = max(lengths[i] for i in batch)
             feeds: dict[str, Any] = {"input_ids": ids[batch, :width], "attention_mask": mask[batch, :width]}
             if "token_type_ids" in self._inputs:
                 feeds["token_type_ids"] = types[batch, :width]
-            logits = np.asarray(self._session.run(None, feeds)[0], dtype=np.float32).reshape(len(batch), -1)
+            results = self._session.run(wanted, feeds)
+            logits = np.asarray(results[0], dtype=np.float32).reshape(len(batch), -1)
+            if head is not None:
+                extra = head(results[1], mask[batch, :width], types[batch, :width])
+                logits = np.concatenate([logits, extra.reshape(-1, 1)], axis=1)
             if out is None:
                 out = np.zeros((len(pairs), logits.shape[1]), dtype=np.float32)
             out[batch] = logits
