@@ -20,7 +20,7 @@ PIP_INSTALL := PYTHONDONTWRITEBYTECODE=1 $(BIN)/python -m pip install -qq --disa
 # (citeline never downloads a model), or packages' own tests (about 33 MB of the runtime .venv's 50)
 NO_BYTECODE := /(pip|setuptools|pkg_resources|_distutils_hack|pygments|huggingface_hub|hf_xet|fsspec|httpx2|httpcore2)/|/tests?/|/testing/|/onnxruntime/(transformers|tools|quantization)/
 
-.PHONY: install run serve test test-fast stress fuzz bench bench-oneshot bench-static bench-progressive bench-progressive-ratio bench-pg bench-engines bench-1m bench-peers lint lock clean train train-data train-env distill-static
+.PHONY: install run serve test test-fast stress fuzz bench bench-oneshot bench-static bench-progressive bench-progressive-ratio bench-pg bench-engines bench-1m bench-peers lint lock clean train train-data train-env train-span distill-static
 
 $(BIN)/python:
 	@command -v $(PYTHON) >/dev/null 2>&1 || { echo "$(PYTHON) not found; run: make PYTHON=python3 ..."; exit 1; }
@@ -203,6 +203,27 @@ train: $(TRAIN_STAMP)
 		$(TRAIN_ARGS)
 	$(TRAIN_VENV)/bin/python -m training.export --weights $(TRAIN_RUN)/model.pt --out $(MODEL_DIR) --version 1
 	$(TRAIN_VENV)/bin/python -m training.evaluate --data $(TRAIN_DATA) --split test --json $(MODEL_DIR)/metrics.json
+	$(MAKE) train-span
+
+# The reader's span head (training/README.md, "The span head manual by manual"): template answer spans
+# of the training manuals and the golden dev contexts (their indexes are built by the dev run), a
+# branch on the packaged model's upper 4 layers; SPAN_HELD=aptitude,borg,... also measures each manual
+# held out in turn. About 70 minutes on 2 cores; 1-2 minutes on one accelerator.
+SPAN_DIR ?= $(TRAIN_CACHE)/span
+SPAN_HELD ?=
+train-span: $(STAMP) $(TRAIN_STAMP)
+	$(BIN)/python training/fetch_manuals.py
+	PYTHONPATH=src:. $(BIN)/python training/build_data.py --stages units
+	PYTHONPATH=src:. $(BIN)/python -m training.answer_spans --units $(TRAIN_DATA)/units.jsonl \
+		--out $(SPAN_DIR)/spans.jsonl --negatives 3
+	$(BIN)/python evalsets/run.py --split dev --out $(SPAN_DIR)/golden-dev
+	$(BIN)/python training/context_pairs.py --out $(SPAN_DIR)/answers
+	$(TRAIN_VENV)/bin/python -m training.span_folds prep --data $(SPAN_DIR)/answers \
+		--spans $(SPAN_DIR)/spans.jsonl --out $(SPAN_DIR)/folds.json.gz
+	nice -n 5 $(TRAIN_VENV)/bin/python -m training.span_folds run --folds $(SPAN_DIR)/folds.json.gz \
+		--out $(SPAN_DIR)/run --variants f2:2:3:5e-5 --sets "$(SPAN_HELD)" --final
+	$(TRAIN_VENV)/bin/python -m training.export_span --branch $(SPAN_DIR)/run/branch-f2.pt --out $(MODEL_DIR) \
+		--weight 0.5 --folds $(SPAN_DIR)/folds.json.gz
 
 # The static embedder (src/citeline/embedding/data/minilm-static, MODEL_CARD.md there): distilled from
 # the packaged MiniLM weights with model2vec in its own environment (PyTorch: never needed at run time).

@@ -126,7 +126,8 @@ def context_rows(name: str, seed: int) -> list[dict[str, Any]]:
                     if s is not None:
                         made.append((s, "swap"))
                     break
-        v1 = reader.model.reader_scores(query.text, texts + [m for m, _ in made])
+        # the pair classifier alone (the span head, trained on these pairs, stays out of its own data)
+        v1 = reader.model.reader_scores(query.text, texts + [m for m, _ in made], span_weight=0.0)
         for i, (t, label) in enumerate(zip(texts, labels, strict=True)):
             kind = "answer" if label else ("context" if answers else "unanswerable")
             rows.append(_row(name, q, "reader", query.text, t, label, kind, float(v1[i]), rank=i))

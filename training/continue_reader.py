@@ -26,55 +26,19 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-import onnx
 import torch
-from onnx import numpy_helper
 
 from training.common import auroc
-from training.model import CrossEncoder, base_model_dir
+from training.model import from_packaged
 from training.train import batches, collate, score, tokenizer
 
 PREFIXES = {"reader": "question: ", "checker": "claim: "}
 #: the made negatives are one per question, the context's units twenty: each echo and swap counts
 #: more, as they are the mistakes the packaged model makes most (an echo scores 0.99 there)
 KIND_WEIGHTS = {"echo": 4.0, "swap": 3.0}
+
+
 #: (--kind-weights) e.g. "echo=1,swap=3": variant B, after echo at 4 made the model anti-topical
-PACKAGED = Path(__file__).resolve().parents[1] / "src" / "citeline" / "answer" / "data" / "cross-encoder"
-
-
-def from_packaged(folder: Path = PACKAGED) -> CrossEncoder:
-    """The packaged int8 model's weights, dequantised (scale * (q - zero point)), in ``CrossEncoder``."""
-    graph = onnx.load(str(folder / "model.onnx")).graph
-    init = {t.name: numpy_helper.to_array(t) for t in graph.initializer}
-
-    def dequant(name: str) -> np.ndarray:
-        q, scale, zp = init[f"{name}_quantized"], init[f"{name}_scale"], init[f"{name}_zero_point"]
-        return (q.astype(np.float32) - zp.astype(np.float32)) * scale.astype(np.float32)
-
-    state: dict[str, torch.Tensor] = {}
-    for name, array in init.items():
-        if array.dtype == np.float32 and not name.startswith("onnx::") and "_scale" not in name:
-            state[name] = torch.from_numpy(array.copy())
-    for emb in ("word", "position", "token_type"):
-        state[f"{emb}.weight"] = torch.from_numpy(dequant(f"{emb}.weight"))
-    for node in graph.node:
-        if node.op_type != "MatMulInteger":
-            continue
-        weight = node.input[1].removesuffix("_quantized")
-        matrix = dequant(weight)
-        if weight.startswith("head."):
-            state["head.weight"] = torch.from_numpy(matrix.T.copy())
-            continue
-        module = node.output[0].split("/")[1:3]  # ['layers.0', 'query']
-        state[f"{module[0]}.{module[1]}.weight"] = torch.from_numpy(matrix.T.copy())
-    config = json.loads((base_model_dir() / "config.json").read_text())
-    model = CrossEncoder(config)
-    missing, unexpected = model.load_state_dict(state, strict=False)
-    if missing or unexpected:
-        raise RuntimeError(f"dequantised weights do not match: missing {missing}, unexpected {unexpected}")
-    return model
-
-
 def log_step(step: int, steps: int, loss: float, rate: float) -> None:
     """Every 25th step and the last: one JSON line of progress (the trainers' shared log format)."""
     if step % 25 == 0 or step == steps:

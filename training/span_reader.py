@@ -21,7 +21,6 @@ from __future__ import annotations
 import argparse
 import hashlib
 import json
-import math
 import random
 import time
 from pathlib import Path
@@ -30,11 +29,12 @@ from typing import Any
 import torch
 from torch import nn
 
-from training.continue_reader import PREFIXES, from_packaged, load, log_step, measure, thinned
+from training.continue_reader import PREFIXES, load, log_step, measure, thinned
+from training.model import from_packaged
+from training.span_model import SpanReader, collate, logit, sigmoid, span_logits
 from training.train import batches, tokenizer
 
 ROOT = Path(__file__).resolve().parents[1]
-MAX_SPAN = 30  # tokens
 
 
 def gold_answers() -> dict[str, list[str]]:
@@ -45,25 +45,6 @@ def gold_answers() -> dict[str, list[str]]:
                 row = json.loads(line)
                 out[row["id"]] = list(row.get("answers") or [])
     return out
-
-
-class SpanReader(nn.Module):
-    def __init__(self) -> None:
-        super().__init__()
-        self.encoder = from_packaged()
-        self.span = nn.Linear(self.encoder.head.in_features, 2)
-
-    def forward(self, ids: torch.Tensor, mask: torch.Tensor, types: torch.Tensor) -> torch.Tensor:
-        e = self.encoder
-        positions = torch.arange(ids.shape[1]).unsqueeze(0)
-        x = e.embed_norm(e.word(ids) + e.position(positions) + e.token_type(types))
-        bias = (1.0 - mask[:, None, None, :].to(x.dtype)) * -10000.0
-        for layer in e.layers:
-            x = layer(x, bias)
-        logits = self.span(x)  # (batch, tokens, 2)
-        allowed = (types == 1) & (mask == 1)
-        allowed[:, 0] = True  # [CLS]: the null answer
-        return logits.masked_fill(~allowed[..., None], -1e4)
 
 
 def encode(tok: Any, rows: list[dict[str, Any]], answers: dict[str, list[str]]) -> list[dict[str, Any]]:
@@ -121,53 +102,6 @@ def read_spans(path: Path, limit: int, seed: int) -> list[dict[str, Any]]:
     return [r for k in keys for r in by_q[k]]
 
 
-def collate(enc: list[dict[str, Any]], idx: list[int]) -> tuple[torch.Tensor, ...]:
-    n = max(len(enc[i]["ids"]) for i in idx)
-    ids = torch.zeros((len(idx), n), dtype=torch.long)
-    types = torch.zeros_like(ids)
-    mask = torch.zeros_like(ids)
-    for row, i in enumerate(idx):
-        k = len(enc[i]["ids"])
-        ids[row, :k] = torch.tensor(enc[i]["ids"])
-        types[row, :k] = torch.tensor(enc[i]["types"])
-        mask[row, :k] = 1
-    starts = torch.tensor([enc[i]["start"] for i in idx])
-    ends = torch.tensor([enc[i]["end"] for i in idx])
-    return ids, mask, types, starts, ends
-
-
-@torch.no_grad()
-def scores(model: SpanReader, enc: list[dict[str, Any]]) -> list[float]:
-    """Best span (start <= end < start + MAX_SPAN) minus the null answer, as a probability."""
-    model.eval()
-    out = [0.0] * len(enc)
-    order = sorted(range(len(enc)), key=lambda i: len(enc[i]["ids"]))
-    for lo in range(0, len(order), 64):
-        idx = order[lo : lo + 64]
-        ids, mask, types, _, _ = collate(enc, idx)
-        logits = model(ids, mask, types)
-        s, e = logits[..., 0], logits[..., 1]
-        pair = s[:, :, None] + e[:, None, :]
-        n = pair.shape[1]
-        band = torch.ones(n, n).triu().tril(MAX_SPAN - 1).bool()
-        band[0, :] = False
-        band[:, 0] = False
-        best = pair.masked_fill(~band, -1e4).flatten(1).max(1).values
-        null = s[:, 0] + e[:, 0]
-        for i, v in zip(idx, (best - null).tolist(), strict=True):
-            out[i] = 1.0 / (1.0 + math.exp(-max(-50.0, min(50.0, v))))
-    return out
-
-
-def _logit(p: float) -> float:
-    p = min(max(p, 1e-6), 1 - 1e-6)
-    return math.log(p / (1 - p))
-
-
-def _sigmoid(x: float) -> float:
-    return 1.0 / (1.0 + math.exp(-max(-50.0, min(50.0, x))))
-
-
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--data", type=Path, required=True)
@@ -201,7 +135,7 @@ def main() -> None:
     train += spans
     held = [r for r in load(args.data, args.eval.split(",")) if r["task"] == "reader"]
     enc = encode(tok, train, answers)
-    model = SpanReader()
+    model = SpanReader(from_packaged(), shared=args.freeze)
     if args.init is not None:
         model.load_state_dict(torch.load(args.init, weights_only=True))
     plan = [
@@ -209,11 +143,6 @@ def main() -> None:
         for e in range(args.epochs)
         for b in batches([(x["ids"], x["types"]) for x in enc], 32, args.seed + e)
     ]
-    if args.freeze:
-        # a shared 2-core machine: backpropagating through fewer layers is what makes a run fit
-        e = model.encoder
-        for part in (e.word, e.position, e.token_type, e.embed_norm, *e.layers[: args.freeze]):
-            part.requires_grad_(False)
     trainable = [x for x in model.parameters() if x.requires_grad]
     opt = torch.optim.AdamW(trainable, lr=args.lr, weight_decay=0.01)
     loss_fn = nn.CrossEntropyLoss()
@@ -229,10 +158,10 @@ def main() -> None:
         opt.step()
         log_step(step, len(plan), loss.item(), step * 32 / (time.perf_counter() - started))
     torch.save(model.state_dict(), args.out / "model.pt")
-    for r, v in zip(held, scores(model, encode(tok, held, answers)), strict=True):
-        r["span"] = v
+    for r, v in zip(held, span_logits(model, encode(tok, held, answers)), strict=True):
+        r["span"] = sigmoid(v)
         # the packaged reader's log-odds plus the span's: does the span head add to what ships?
-        r["mix"] = _sigmoid(_logit(r["v1"]) + _logit(v))
+        r["mix"] = sigmoid(logit(r["v1"]) + v)
     report = {
         "train": args.train,
         "eval": args.eval,
