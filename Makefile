@@ -208,7 +208,7 @@ train: $(TRAIN_STAMP)
 # The reader's span head (training/README.md, "The span head manual by manual"): template answer spans
 # of the training manuals and the golden dev contexts (their indexes are built by the dev run), a
 # branch on the packaged model's upper 4 layers; SPAN_HELD=aptitude,borg,... also measures each manual
-# held out in turn. About 70 minutes on 2 cores; 1-2 minutes on one accelerator.
+# held out in turn. About 40 minutes on 2 cores (SPAN_HELD: ~65 more), the training 1-2 minutes on one accelerator.
 SPAN_DIR ?= $(TRAIN_CACHE)/span
 SPAN_HELD ?=
 train-span: $(STAMP) $(TRAIN_STAMP)
