@@ -96,7 +96,9 @@ class _FixedReader:
     def read(self, question: object, passages: Sequence[Passage]) -> Reading:
         found = [c for c in candidates(passages) if c.unit.text in self.scores]
         ranked = sorted(found, key=lambda c: -self.scores[c.unit.text])
-        return Reading(tuple(ReaderScored(c, self.scores[c.unit.text]) for c in ranked))
+        return Reading(
+            tuple(ReaderScored(c, self.scores[c.unit.text], self.scores[c.unit.text]) for c in ranked)
+        )
 
 
 LEAD_PASSAGES = (

@@ -173,11 +173,7 @@ def candidates(passages: Sequence[Passage]) -> list[Candidate]:
 class Scored:
     candidate: Candidate
     score: float  # the reader's: the pair classifier and the span head together (what picks units)
-    pair: float = -1.0  # the pair classifier's alone (what the refusal guard reads); -1: as score
-
-    @property
-    def topical(self) -> float:
-        return self.score if self.pair < 0 else self.pair
+    pair: float  # the pair classifier's alone (what the refusal guard reads)
 
 
 @dataclass(frozen=True)
@@ -196,7 +192,7 @@ class Reading:
         """The best pair-classifier score: what the refusal guard and the LLM fallback compare with
         their thresholds. Chosen on golden dev: with the span head's score in it the guard refused
         as many unanswerable questions only by refusing more answerable ones (docs/evaluation.md)."""
-        return max((s.topical for s in self.scored), default=0.0)
+        return max((s.pair for s in self.scored), default=0.0)
 
 
 def reading_json(reading: Reading, threshold: float, top: int = 5) -> dict[str, object]:
@@ -213,7 +209,7 @@ def reading_json(reading: Reading, threshold: float, top: int = 5) -> dict[str, 
                 "end": s.candidate.unit.end,
                 "kind": s.candidate.unit.kind,
                 "score": round(s.score, 4),
-                "pair": round(s.topical, 4),
+                "pair": round(s.pair, 4),
             }
             for s in reading.scored[:top]
         ],
@@ -255,9 +251,9 @@ class Reader:
             found = self.prefilter(query, found)[: self.limit]
         weight = self.model.span_weight(self.span_weight)
         pair, span = self.model.reader_logits(query.text, [c.model_text for c in found], weight > 0)
-        scores, topical = _sigmoid(pair + weight * span), _sigmoid(pair)
+        scores, alone = _sigmoid(pair + weight * span), _sigmoid(pair)
         order = sorted(range(len(found)), key=lambda i: (-float(scores[i]), i))
-        reading = Reading(tuple(Scored(found[i], float(scores[i]), float(topical[i])) for i in order))
+        reading = Reading(tuple(Scored(found[i], float(scores[i]), float(alone[i])) for i in order))
         self._recent[key] = reading
         while len(self._recent) > 8:
             self._recent.popitem(last=False)
