@@ -7,7 +7,7 @@ from dataclasses import replace
 import pytest
 
 from citeline.answer.bearing import bears, bound_to_subject, missing_value, states_literal, states_value
-from citeline.answer.units import binding_contexts, passage_units
+from citeline.answer.units import binding_contexts, entry_terms, passage_units
 from citeline.query.slot import asked_slot
 
 from ._passages import make_passages
@@ -359,3 +359,64 @@ def test_a_question_for_an_amount_no_passage_states_is_refused() -> None:
 )
 def test_a_time_span_answers_how_long_something_takes(text: str, expected: bool) -> None:
     assert states_value(asked_slot("How long does borg check take per terabyte?"), text) is expected
+
+
+def test_a_value_in_the_entry_of_another_name_is_not_the_subjects() -> None:
+    """ssh_config(5): CanonicalizeFallbackLocal's entry names CanonicalDomains in passing, and its
+    "The default, yes, ..." is CanonicalizeFallbackLocal's default, not CanonicalDomains'."""
+    text = (
+        "Specifies whether to fail with an error when hostname canonicalization fails. "
+        "A value of no will cause ssh(1) to fail if the host is not in any of the domains "
+        "specified by CanonicalDomains. The default, yes, will attempt to look up the hostname."
+    )
+    units = passage_units(text)
+    trail = ("Description", "CanonicalizeFallbackLocal")
+    contexts = binding_contexts(units, text, 0, trail, "ssh_config")
+    entries = entry_terms(units, text, 0, trail)
+    slot = asked_slot("What is the default list of CanonicalDomains?")
+    default = units[-1].text
+    assert bears(slot, default, contexts[-1])  # the context alone names the subject
+    assert not bears(slot, default, contexts[-1], entries[-1])
+    # the same entry's own setting, and a unit that names the subject itself, still bear
+    assert bears(
+        asked_slot("What is the default of CanonicalizeFallbackLocal?"), default, contexts[-1], entries[-1]
+    )
+    assert bears(slot, "CanonicalDomains defaults to none.", contexts[-1], entries[-1])
+    # an entry whose term is no name (a section heading) decides nothing
+    assert bears(slot, default, contexts[-1], "Description")
+
+
+def test_entry_terms_follow_labels_and_term_lines() -> None:
+    text = (
+        "-c host_certificate_file\n\n"
+        "-d: Debug mode. Maximum is 3.\n\n"
+        "-e\n\n"
+        "Write debug logs to standard error."
+    )
+    units = passage_units(text)
+    entries = dict(
+        zip((u.text for u in units), entry_terms(units, text, 0, ("Description", "-b bits")), strict=True)
+    )
+    assert entries["Maximum is 3."] == "-d"
+    assert entries["Write debug logs to standard error."] == "-e"
+    assert entries["-c host_certificate_file"] == "-b bits"
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("If no value is given, 10 is used.", True),
+        ("If the option is not set, the limit is 10.", True),
+        # "set to no" is a value, not an absence
+        ("If this option is set to no, no keys are added to the agent.", False),
+    ],
+)
+def test_a_default_is_what_applies_when_nothing_is_set(text: str, expected: bool) -> None:
+    assert states_value(asked_slot("What is the default of AddKeysToAgent?"), text) is expected
+
+
+def test_a_question_naming_two_settings_may_ask_for_a_third_ones_default() -> None:
+    slot = asked_slot("What is the lowest user ID that virtual(8) accepts from virtual_uid_maps by default?")
+    assert bears(
+        slot, "virtual_minimum_uid (default: 100)", "virtual_uid_maps", "virtual_minimum_uid (default: 100)"
+    )

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from citeline.answer.units import is_fragment, leads, never_an_answer, passage_units
+from citeline.answer.units import is_fragment, leads, never_an_answer, passage_units, readable
 
 
 @pytest.mark.parametrize(
@@ -189,3 +189,20 @@ def test_a_lead_in_is_one_unit_with_what_it_introduces(text: str, expected: list
 )
 def test_is_fragment(text: str, fragment: bool) -> None:
     assert is_fragment(text) is fragment
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        (
+            "Deprecated In Release: [v1.13.0](https://github.com/docker/docker/releases/tag/v1.13.0)",
+            "Deprecated In Release: v1.13.0",
+        ),
+        ("See ![the diagram](img/arch.png) and **this**.", "See the diagram and this."),
+        # not a link: brackets without a target, a target with spaces
+        ("set [no]mouse (see below)", "set [no]mouse (see below)"),
+        ("[x] (y z)", "[x] (y z)"),
+    ],
+)
+def test_readable_text_shows_a_links_text_not_its_target(text: str, expected: str) -> None:
+    assert readable(text) == expected

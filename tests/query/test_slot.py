@@ -178,6 +178,8 @@ def test_an_event_question_names_the_years_its_answer_belongs_to(
         ("How long will the migration take?", "duration"),
         # how long something waits or is: a number with its unit, the default or a length
         ("How long does borg wait to acquire a lock?", "number"),
+        ("How long does docker stop wait before killing the container?", "number"),
+        ("How long is a certificate valid if I sign it without -V?", "value"),
         ("How long can one line of an authorized_keys file be?", "number"),
         ("How many keys can ssh-agent hold?", "number"),
     ],

@@ -14,8 +14,8 @@ from collections.abc import Sequence
 
 from citeline.answer.answer_type import can_answer
 from citeline.answer.relevance import evidence_words, term_present
-from citeline.answer.units import binding_contexts, chunk_units, never_an_answer
-from citeline.query.slot import Slot
+from citeline.answer.units import binding_contexts, chunk_units, entry_terms, never_an_answer
+from citeline.query.slot import Slot, subject_of
 from citeline.types import Chunk, Hit, Passage
 
 _I = re.IGNORECASE
@@ -35,7 +35,7 @@ _NUMBER = re.compile(
 # A statement of the default: "(default: 1000)", "defaults to", "by default", "The default is",
 # "if not specified, ...", "unless set otherwise", "initially", "is assumed"
 _DEFAULT = re.compile(
-    r"(?<!non-)\bdefault(?:s|ed)?\b|\bout of the box\b|\b(?:if|when) (?:[\w.-]+ ){0,5}?(?:is |are )?(?:not|no|unset|"
+    r"(?<!non-)\bdefault(?:s|ed)?\b|\bout of the box\b|\b(?:if|when) (?:[\w.-]+ ){0,5}?(?:is |are )?(?:not|no(?= \w)|unset|"
     r"omitted|absent|missing|left (?:out|empty|unset)|none|empty|unspecified)\b|\bunless\b|"
     r"\binitial(?:ly)?\b|\bimplicit(?:ly)?\b|\bassumed?\b|\bnormally\b|\bfalls? back\b|\botherwise\b",
     _I,
@@ -253,25 +253,42 @@ def _mentions(name: str, text: str) -> bool:
     return re.search(rf"(?<![\w-]){re.escape(base)}{inflected}(?![\w])", text) is not None
 
 
-def bears(slot: Slot, text: str, context: str) -> bool:
+def bears(slot: Slot, text: str, context: str, entry: str = "") -> bool:
     """A unit bears the answer: it states a value of the asked kind, and it or its context
-    (definition term, option line, the sentence before it, headings) names the subject."""
+    (definition term, option line, the sentence before it, headings) names the subject, and it
+    does not belong to the entry of another name (``entry``: units.py, ``entry_terms``)."""
     bound = f"{context}\n{text}"
     return (
         states_value(slot, text)
         and bound_to_subject(slot, bound)
+        and not another_entry(slot, text, entry)
         and all(re.search(rf"(?<!\d){year}(?!\d)", bound) for year in slot.years)
     )
+
+
+def another_entry(slot: Slot, text: str, entry: str) -> bool:
+    """Whether ``text`` belongs to the entry of a name other than the subject's default's: "The
+    default, yes, will attempt to look up ..." in CanonicalizeFallbackLocal's entry states no
+    default of CanonicalDomains, though that entry's description names CanonicalDomains. Only
+    for the default of one name: a question naming two, or asking for a limit or an amount, often
+    names a related setting ("the lowest user ID that virtual(8) accepts from virtual_uid_maps by
+    default" is virtual_minimum_uid's)."""
+    if slot.attribute != "default" or len(slot.subject) != 1 or not entry or not subject_of(entry):
+        return False
+    lowered = f"{entry}\n{text}".lower()
+    # a part of the entry's name names it too ("X11" for X11DisplayOffset)
+    return not any(name.lower().strip("`") in lowered for name in slot.subject)
 
 
 def bearing_texts(slot: Slot, chunk: Chunk, title: str = "") -> frozenset[str]:
     """The texts of a chunk's units that bear the answer."""
     units = chunk_units(chunk)
     contexts = binding_contexts(units, chunk.text, chunk.start, chunk.heading_trail, title)
+    entries = entry_terms(units, chunk.text, chunk.start, chunk.heading_trail)
     return frozenset(
         u.text
-        for u, c in zip(units, contexts, strict=True)
-        if not never_an_answer(u.text) and bears(slot, u.text, c)
+        for u, c, e in zip(units, contexts, entries, strict=True)
+        if not never_an_answer(u.text) and bears(slot, u.text, c, e)
     )
 
 

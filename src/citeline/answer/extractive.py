@@ -20,6 +20,7 @@ from citeline.answer.units import (
     Unit,
     binding_contexts,
     chunk_units,
+    entry_terms,
     heading_context,
     leads,
     never_an_answer,
@@ -147,10 +148,11 @@ class ExtractiveGenerator:
             context = heading_context(p.chunk.heading_trail, p.hit.title)
             units = chunk_units(p.chunk)
             trail = p.chunk.heading_trail
-            for unit, before, about in zip(
+            for unit, before, about, entry in zip(
                 units,
                 leads(units, p.chunk.text, p.chunk.start, trail),
                 binding_contexts(units, p.chunk.text, p.chunk.start, trail, p.hit.title),
+                entry_terms(units, p.chunk.text, p.chunk.start, trail),
                 strict=True,
             ):
                 if never_an_answer(unit.text):
@@ -164,7 +166,7 @@ class ExtractiveGenerator:
                 if before and points_back(unit.text):
                     # "This proportion is 500." states the default its sentence before names
                     shown = f"{before[-1].text} {unit.text}"
-                bearing = bears(query.slot, shown, about)
+                bearing = bears(query.slot, shown, about, entry)
                 contextual = f"{context}: {unit.text}" if context else unit.text
                 candidates.append((p.number, unit, contextual, lead, bearing, about))
         if not candidates:

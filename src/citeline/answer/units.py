@@ -15,6 +15,8 @@ _BULLET = re.compile(r"^\s*(?:[-*+]|\d+[.)])\s+")
 # repetition: "^\s*\|?[\s:|-]+\|?\s*$" took cubic time on a line of spaces ending otherwise.
 _TABLE_SEP = re.compile(r"^[\s:|-]+$")
 _MARKUP = re.compile(r"(\*\*|__|^>\s?|^#+\s+)", re.MULTILINE)
+# A Markdown link or image, "[text](target)" or "![alt](target)": its text is what a reader sees
+_LINK = re.compile(r"!?\[([^\[\]\n]+)\]\([^()\s]*\)")
 # A paragraph that opens with an option's or a parameter's name and a colon: "-i: Incremental
 # mode.", "-i queue_id: Schedule ...", "maximal_backoff_time (4000s): The maximal time ..."
 # Possessive, and not starting inside a word: linear time on "a_a_a_..." (tests/reliability).
@@ -57,9 +59,11 @@ def _cells(row: str) -> list[str]:
 
 
 def readable(text: str) -> str:
-    """Answer text for a span: Markdown emphasis and bullets dropped, whitespace collapsed."""
+    """Answer text for a span: Markdown emphasis, bullets and link targets dropped ("[v1.13.0](https://...)"
+    reads "v1.13.0"), whitespace collapsed. The span, which the citation opens, stays exact."""
     text = _BULLET.sub("", text)
     text = _MARKUP.sub("", text)
+    text = _LINK.sub(r"\1", text)
     return " ".join(text.split())
 
 
@@ -372,12 +376,7 @@ def binding_contexts(
         else head
     )
     term = definition_term(units, trail)
-    paragraphs: list[list[Unit]] = []
-    for i, unit in enumerate(units):
-        prev = units[i - 1] if i else None
-        if prev is None or "\n\n" in text[prev.end - offset : unit.start - offset]:
-            paragraphs.append([])
-        paragraphs[-1].append(unit)
+    paragraphs = _paragraphs(units, text, offset)
     out: list[str] = []
     before: Unit | None = None
     for k, paragraph in enumerate(paragraphs):
@@ -402,6 +401,40 @@ def binding_contexts(
                 parts = [own_head if labelled else head, *(u.text for u in (term, before) if u is not None)]
                 parts += [*siblings, *after]
             out.append("\n".join(p for p in parts if p))
+        last = paragraph[-1]
+        before = last if len(paragraph) == 1 and _short(last) else None
+    return out
+
+
+def _paragraphs(units: Sequence[Unit], text: str, offset: int) -> list[list[Unit]]:
+    """``units`` grouped by the blank lines of ``text`` (which starts at ``offset``)."""
+    paragraphs: list[list[Unit]] = []
+    for i, unit in enumerate(units):
+        prev = units[i - 1] if i else None
+        if prev is None or "\n\n" in text[prev.end - offset : unit.start - offset]:
+            paragraphs.append([])
+        paragraphs[-1].append(unit)
+    return paragraphs
+
+
+def entry_terms(units: Sequence[Unit], text: str, offset: int, trail: Sequence[str]) -> list[str]:
+    """The term of the entry each unit belongs to, as written: the label its paragraph opens with
+    ("-d: Debug mode."), the short term line just above its paragraph ("--no-new-installs"), or
+    the last heading of its trail ("AddKeysToAgent", "-t life"); "" where there is none. A value
+    stated in CanonicalizeFallbackLocal's entry is that setting's, even where its description
+    names CanonicalDomains in passing (answer/bearing.py)."""
+    out: list[str] = []
+    before: Unit | None = None
+    for paragraph in _paragraphs(units, text, offset):
+        first = paragraph[0]
+        label = _LABEL.match(first.text) if first.kind == "sentence" else None
+        if label is not None:
+            term = label.group(0).rstrip(": ")
+        elif before is not None:
+            term = before.text
+        else:
+            term = trail[-1] if trail else ""
+        out += [term] * len(paragraph)
         last = paragraph[-1]
         before = last if len(paragraph) == 1 and _short(last) else None
     return out

@@ -321,7 +321,10 @@ def subject_of(question: str) -> tuple[str, ...]:
 
 # "Which time unit ...", "in what unit": a unit is asked for, not an amount
 _UNIT_ASKED = re.compile(r"\b(?:what|which)\s+(?:\w+\s+)?units?\b", _I)
-# "How long does borg check take per terabyte?": the time something takes, not a length
+# "How long does borg check take per terabyte?": the time something takes, not a length. Not "wait",
+# "keep" or "stay": their answers are often a bare number under an option that names the unit
+# ("-t, --time int  Seconds to wait ... (default 10)"), or a count ("for at least one stable
+# release"); tried 2026-12-05: golden dev +1, golden test -2 (docs/evaluation.md)
 _TAKES_TIME = re.compile(
     r"\bhow long (?:does|do|did|will|would|should|can|could|may|might)\b.*\btakes?\b", _I
 )
