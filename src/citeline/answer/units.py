@@ -378,20 +378,15 @@ def binding_contexts(
     term = definition_term(units, trail)
     paragraphs = _paragraphs(units, text, offset)
     out: list[str] = []
-    before: Unit | None = None
-    for k, paragraph in enumerate(paragraphs):
+    for k, (paragraph, label, before) in enumerate(paragraphs):
         # a line of its own ("Default: /var/lock/aptitude") is about the entry it opens too: the
         # description that follows names the setting ("A file that will be fcntl-locked ...")
         after = (
-            [u.text for u in paragraphs[k + 1] if u.kind in ("sentence", "lead")]
+            [u.text for u in paragraphs[k + 1][0] if u.kind in ("sentence", "lead")]
             if len(paragraph) == 1 and _short(paragraph[0]) and k + 1 < len(paragraphs)
             else []
         )
-        # a paragraph opening with its own label ("-d: Debug mode.") is its own entry: the short
-        # line above it is the previous entry's ("-c host_certificate_file")
-        labelled = paragraph[0].kind == "sentence" and _LABEL.match(paragraph[0].text) is not None
-        if labelled:
-            before = None
+        labelled = label is not None
         for unit in paragraph:
             if unit is term:
                 parts = [head, *(u.text for u in units if u is not unit)]
@@ -401,20 +396,30 @@ def binding_contexts(
                 parts = [own_head if labelled else head, *(u.text for u in (term, before) if u is not None)]
                 parts += [*siblings, *after]
             out.append("\n".join(p for p in parts if p))
-        last = paragraph[-1]
-        before = last if len(paragraph) == 1 and _short(last) else None
     return out
 
 
-def _paragraphs(units: Sequence[Unit], text: str, offset: int) -> list[list[Unit]]:
-    """``units`` grouped by the blank lines of ``text`` (which starts at ``offset``)."""
-    paragraphs: list[list[Unit]] = []
+def _paragraphs(
+    units: Sequence[Unit], text: str, offset: int
+) -> list[tuple[list[Unit], re.Match[str] | None, Unit | None]]:
+    """``units`` grouped by the blank lines of ``text`` (which starts at ``offset``), each
+    paragraph with the label it opens with ("-d: Debug mode.") and the short term line of its own
+    just above it ("-e", "--no-new-installs"). A labelled paragraph is its own entry: the short
+    line above it is the previous entry's ("-c host_certificate_file"), so it has none."""
+    groups: list[list[Unit]] = []
     for i, unit in enumerate(units):
         prev = units[i - 1] if i else None
         if prev is None or "\n\n" in text[prev.end - offset : unit.start - offset]:
-            paragraphs.append([])
-        paragraphs[-1].append(unit)
-    return paragraphs
+            groups.append([])
+        groups[-1].append(unit)
+    out: list[tuple[list[Unit], re.Match[str] | None, Unit | None]] = []
+    above: Unit | None = None
+    for paragraph in groups:
+        first = paragraph[0]
+        label = _LABEL.match(first.text) if first.kind == "sentence" else None
+        out.append((paragraph, label, None if label is not None else above))
+        above = paragraph[0] if len(paragraph) == 1 and _short(paragraph[0]) else None
+    return out
 
 
 def entry_terms(units: Sequence[Unit], text: str, offset: int, trail: Sequence[str]) -> list[str]:
@@ -424,10 +429,7 @@ def entry_terms(units: Sequence[Unit], text: str, offset: int, trail: Sequence[s
     stated in CanonicalizeFallbackLocal's entry is that setting's, even where its description
     names CanonicalDomains in passing (answer/bearing.py)."""
     out: list[str] = []
-    before: Unit | None = None
-    for paragraph in _paragraphs(units, text, offset):
-        first = paragraph[0]
-        label = _LABEL.match(first.text) if first.kind == "sentence" else None
+    for paragraph, label, before in _paragraphs(units, text, offset):
         if label is not None:
             term = label.group(0).rstrip(": ")
         elif before is not None:
@@ -435,8 +437,6 @@ def entry_terms(units: Sequence[Unit], text: str, offset: int, trail: Sequence[s
         else:
             term = trail[-1] if trail else ""
         out += [term] * len(paragraph)
-        last = paragraph[-1]
-        before = last if len(paragraph) == 1 and _short(last) else None
     return out
 
 
