@@ -79,7 +79,7 @@ from ._passages import make_passages
         ("What must I run before plotting floats?", "First use the command set rgbmax 1.0.", True),
         ("What must I run before plotting floats?", "Some RGB components are floating point values.", False),
         # other questions are not decided by a value
-        ("Why does the howto prefer pcre tables?", "They are faster.", True),
+        ("Does the howto prefer pcre tables?", "They are faster.", True),
     ],
 )
 def test_states_value(question: str, text: str, expected: bool) -> None:
@@ -359,6 +359,27 @@ def test_a_question_for_an_amount_no_passage_states_is_refused() -> None:
 )
 def test_a_time_span_answers_how_long_something_takes(text: str, expected: bool) -> None:
     assert states_value(asked_slot("How long does borg check take per terabyte?"), text) is expected
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        # a cause, a purpose, a risk or a flaw
+        ("Note that this option is written with a capital 'P', because -p is already reserved.", True),
+        ("We do this to avoid silently ignoring changes introduced in configuration reloads.", True),
+        ("Excluding them reduces the risk of leaking credentials in a proxy variable.", True),
+        ("Caveat: the implementation of optimization in libgd is known to be buggy.", True),
+        ("The lock is held so that two writers never interleave.", True),
+        ("PCRE is preferred primarily because the implementation is often faster.", True),
+        ("Since the file is world-readable, it must not hold secrets.", True),
+        # a consequence restates the question; "since" before a version dates; a verb is no purpose
+        ("Therefore use of this option is not recommended.", False),
+        ("The option is available since version 2.8.", False),
+        ("The HTTP_PROXY value is preserved in the docker history.", False),
+    ],
+)
+def test_a_reason_is_a_cause_a_purpose_or_a_flaw(text: str, expected: bool) -> None:
+    assert states_value(asked_slot("Why is the optimize option not recommended?"), text) is expected
 
 
 def test_a_value_in_the_entry_of_another_name_is_not_the_subjects() -> None:

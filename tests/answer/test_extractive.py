@@ -326,3 +326,17 @@ def test_a_code_names_a_value_line_through_its_entry(generator: ExtractiveGenera
     texts = [s.text for s in draft.sentences]
     # quoted after its entry's term line, before any sentence of the other passage
     assert texts[:2] == ["X11DisplayOffset", "The default is 10."]
+
+
+def test_asked_why_the_sentence_that_gives_a_reason_leads() -> None:
+    """scp(1): the sentences that repeat the question's words (the option, the port) are more
+    similar to it than the one that says why; asked why, the reason leads the answer."""
+    text = (
+        "-P port: Specifies the port to connect to on the remote host. When copying between two remote "
+        "hosts, a port cannot be specified on the target with this option. Note that this option is "
+        "written with a capital 'P', because -p is already reserved for preserving the times and mode "
+        "bits of the file."
+    )
+    plain = ExtractiveGenerator(make_embedder("minilm-int8"), max_sentences=1)
+    draft = plain.generate("Why is scp's port option an uppercase -P?", make_passages((text,)))
+    assert "because -p is already reserved" in draft.sentences[0].text

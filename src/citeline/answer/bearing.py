@@ -191,7 +191,26 @@ def states_value(slot: Slot, text: str) -> bool:
         return True  # a path is a place ("appending them to the remote user's ~/.ssh/authorized_keys")
     if attribute in ("who", "where"):
         return _NAME.search(text) is not None and _says(slot, text)
+    if attribute == "reason":
+        return _REASON.search(text) is not None
     return True
+
+
+# A reason: a cause ("because -p is already reserved"), a purpose ("to avoid silently ignoring
+# changes", "so that"), a risk or a flaw ("reduces the risk of leaking", "is known to be buggy").
+# Not a consequence ("Therefore ... is not recommended." restates the question); "since" only
+# before a clause ("since version 2.8" is a version)
+_REASON = re.compile(
+    r"\bbecause\b|\bdue to\b|\bowing to\b|\bso (?:that|as to)\b|\bin order (?:to|for)\b|\bas a result of\b|"
+    r"\bsince (?:it|this|that|these|those|they|there|we|you|one|(?:the |an? )?[\w`'-]+ (?:is|are|was|were|has|have|can|cannot|"
+    r"does|do|will|would|may|might|must))\b|"
+    r"\b(?:avoid|prevent)\w*|\bto (?:protect|ensure|guarantee|minimi[sz]e|preserve|keep|reduce|save)\b|"
+    r"\bguard against\b|\bmake sure\b|"
+    r"\brisk\w*|\breasons?\b|\bwhy\b|\bintended\b|\bpurpose\b|\bdesigned (?:to|for)\b|\bcaveat\b|"
+    r"\b(?:buggy|bugs?|broken|unreliable|insecure|unsafe)\b|\bknown to\b|\bwould (?:otherwise|require|violate|"
+    r"break|cause|lead|result|mean)\b|\botherwise\b",
+    _I,
+)
 
 
 # Advice: "we recommend", "a good starting point is 2G", "should be set to", "typically"

@@ -51,7 +51,9 @@ READER_LEAD = 0.9
 # better, 4 worse). Through the pipeline 0.2 gave +2 / +4, none worse on ConditionalQA.
 READER_WEIGHT = 0.2
 # The questions whose answer-bearing units lead the answer (query/slot.py)
-LEADING_ATTRIBUTES = frozenset({"default", "maximum", "minimum", "version", "quantity", "which", "procedure"})
+LEADING_ATTRIBUTES = frozenset(
+    {"default", "maximum", "minimum", "version", "quantity", "which", "procedure", "reason"}
+)
 
 
 @dataclass(frozen=True)
