@@ -75,6 +75,14 @@ from ._passages import make_passages
             False,
         ),
         ("How do I keep one parameter fixed?", "varname = value # FIXED", True),
+        # an abbreviation is no dotted name
+        (
+            "How do I make the whiskers span 95% of the points?",
+            "By default the whiskers extend 1.5 times the range (i.e. the height of the box proper).",
+            False,
+        ),
+        ("Which setting sets the batch size?", "E.g. a larger batch is faster.", False),
+        ("Which setting sets the batch size?", "Set sync.batch_size to 64.", True),
         ("How do I print one flat list?", "You can disable this via --group-by=none", True),
         ("What must I run before plotting floats?", "First use the command set rgbmax 1.0.", True),
         ("What must I run before plotting floats?", "Some RGB components are floating point values.", False),

@@ -67,10 +67,13 @@ _VERSION_CUE = re.compile(
     r"deprecated|removed|starting|requires?|required|later|newer|or (?:later|newer|above|higher))\b",
     _I,
 )
+# A snake_case or dotted name ("smtpd_recipient_limit", "sync.batch_size"); not an abbreviation
+# ("i.e. the height of the box" names nothing)
+_DOTTED = r"(?!(?i:i\.e|e\.g|cf|etc|vs|viz)\b)[A-Za-z_]\w*(?:[._]\w+)+"
 # An identifier: an option, a snake_case or dotted name, a man page, a code, a path, a word in
 # backticks or capitals (IGNORE, PREPEND), a name=value pair
 _IDENTIFIER = re.compile(
-    r"(?<![\w-])--?[A-Za-z][\w-]*|[A-Za-z_]\w*(?:[._]\w+)+|\w+\(\d[a-z]?\)|`[^`]+`|"
+    rf"(?<![\w-])--?[A-Za-z][\w-]*|{_DOTTED}|\w+\(\d[a-z]?\)|`[^`]+`|"
     r"(?<![\w.])/[\w.-]+/[\w./-]*|\b[A-Z][A-Z0-9_]{2,}\b|\b\w+\s?=\s?\S|\b[A-Z]\w*[a-z]\w*[A-Z]\w*\b|"
     # a flag's or a setting's label opening the unit: "R: Prepend ...", "maxproc: ..."
     r"^[A-Za-z]:\s|^[a-z]\w*[_.-][\w.-]*:\s"
@@ -88,7 +91,7 @@ _TYPED = re.compile(
 # path, or a command after the verb that runs it ("first use the command set rgbmax 1.0"); not
 # an acronym ("RGB components")
 _COMMAND = re.compile(
-    r"(?<![\w-])--?[A-Za-z][\w-]*|\b\w+\s?=\s?\S|`[^`]+`|[A-Za-z_]\w*(?:[._]\w+)+|(?<![\w.])/[\w.-]+/|"
+    rf"(?<![\w-])--?[A-Za-z][\w-]*|\b\w+\s?=\s?\S|`[^`]+`|{_DOTTED}|(?<![\w.])/[\w.-]+/|"
     r"\b(?:command|run|use|type|execute|enter|invoke)\s+[`'\"‘“]?[a-z][\w.-]*\s+[\w.-]+"
 )
 
