@@ -340,3 +340,19 @@ def test_asked_why_the_sentence_that_gives_a_reason_leads() -> None:
     plain = ExtractiveGenerator(make_embedder("minilm-int8"), max_sentences=1)
     draft = plain.generate("Why is scp's port option an uppercase -P?", make_passages((text,)))
     assert "because -p is already reserved" in draft.sentences[0].text
+
+
+def test_asked_how_a_line_as_it_is_typed_leads_prose_naming_a_command() -> None:
+    """gnuplot's fit: the sentence about the save fit command resembles the question more than the
+    parameter file line that does it; asked how, the typed line leads."""
+    text = (
+        "Once fit has finished, the save fit command may be used to store final values in a file for "
+        "subsequent use as a parameter file. To keep a parameter fixed, write its line as:\n\n"
+        "varname = value # FIXED"
+    )
+    plain = ExtractiveGenerator(make_embedder("minilm-int8"), max_sentences=1)
+    draft = plain.generate(
+        "In a fit parameter file, how do I keep one parameter fixed while the others are fitted?",
+        make_passages((text,)),
+    )
+    assert "# FIXED" in draft.sentences[0].text

@@ -82,6 +82,9 @@ from citeline.query.slot import asked_slot
         ("What does error LDG-4012 mean?", "meaning", "definition", ["LDG-4012"]),
         # how to find out an amount is a procedure
         ("How do I find out how many times a container has been restarted?", "procedure", "procedure", []),
+        # how to see which ones asks how (an option), not which one; a limit asked how is a limit
+        ("How can I see which files the tool would bundle?", "procedure", "procedure", []),
+        ("How do I set the maximum size of a message?", "maximum", "number", []),
         # "non-default" asks for no default
         ("How do I build it giving all non-default parameters?", "procedure", "procedure", []),
         # an amount written as an adjective describes the subject, it names nothing

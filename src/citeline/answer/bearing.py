@@ -83,8 +83,14 @@ _IDENTIFIER = re.compile(
 # A line as it is typed: a command with its arguments ("set style boxplot fraction 0.95"), a
 # comment marker ("value # FIXED"), a prompt ("$ docker ps")
 _TYPED = re.compile(
-    r"^\s*(?:[$#>]\s|[a-z][\w.-]* (?:[\w.=,:/-]+ ){0,6}[\w.=,:/-]*\d[\w.]*\s*$)|\s#\s*[A-Z]{3,}", re.MULTILINE
+    r"^\s*(?:[$#>%]\s|[a-z][\w.-]* (?:[\w.=,:/-]+ ){0,6}[\w.=,:/-]*\d[\w.]*\s*$)|\s#\s*[A-Z]{3,}", re.MULTILINE
 )
+
+
+def typed(text: str) -> bool:
+    """Whether ``text`` holds a line as it is typed: a command with its arguments, a prompt, a
+    name=value line with a comment marker."""
+    return _TYPED.search(text) is not None
 
 
 # What a how-to answer names: an option, name=value, a `literal`, a snake_case or dotted name, a

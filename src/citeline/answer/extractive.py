@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, cast
 import numpy as np
 
 from citeline.answer.answer_type import can_answer, expected_type
-from citeline.answer.bearing import bears, states_literal
+from citeline.answer.bearing import bears, states_literal, typed
 from citeline.answer.citations import escape_markers
 from citeline.answer.relevance import weighted_coverage
 from citeline.answer.units import (
@@ -85,6 +85,13 @@ def ranked(scored: list[Scored], query: Query) -> list[Scored]:
         return sorted(
             scored,
             key=lambda s: (not s.exact, not s.bears, not (s.bears and states_literal(s.unit.text)), -s.score),
+        )
+    if query.slot.attribute == "procedure":
+        # a line as it is typed ("$ docker inspect -f ...", "varname = value # FIXED") leads prose
+        # that names a command in passing
+        return sorted(
+            scored,
+            key=lambda s: (not s.exact, not s.bears, not (s.bears and typed(s.unit.text)), -s.score),
         )
     if query.slot.attribute in LEADING_ATTRIBUTES:
         return sorted(scored, key=lambda s: (not s.exact, not s.bears, -s.score))

@@ -141,6 +141,11 @@ _RULES: tuple[tuple[Attribute, re.Pattern[str]], ...] = (
     ),
     ("where", re.compile(r"^\W*where\b|\blocation\b|\bin which (?:city|country|place|state|venue)\b", _I)),
     ("meaning", re.compile(r"\bwhat kind of\b|\bwhat happens\b", _I)),
+    # "How can I see which files it would put in a bundle?" asks how (an option), not which file
+    (
+        "procedure",
+        re.compile(r"^\W*how (?:do|can|should|could|would) (?:i|we|you|one)\b.*\b(?:which|what)\b", _I),
+    ),
     (
         "which",
         re.compile(
