@@ -83,7 +83,8 @@ _IDENTIFIER = re.compile(
 # A line as it is typed: a command with its arguments ("set style boxplot fraction 0.95"), a
 # comment marker ("value # FIXED"), a prompt ("$ docker ps")
 _TYPED = re.compile(
-    r"^\s*(?:[$#>%]\s|[a-z][\w.-]* (?:[\w.=,:/-]+ ){0,6}[\w.=,:/-]*\d[\w.]*\s*$)|\s#\s*[A-Z]{3,}", re.MULTILINE
+    r"^\s*(?:[$#>%]\s|[a-z][\w.-]* (?:[\w.=,:/-]+ ){0,6}[\w.=,:/-]*\d[\w.]*\s*$)|\s#\s*[A-Z]{3,}",
+    re.MULTILINE,
 )
 
 
