@@ -194,7 +194,7 @@ def states_value(slot: Slot, text: str) -> bool:
         )
     if attribute == "procedure":
         # how to do it: a command, an option, a setting written as it is typed
-        return _COMMAND.search(text) is not None or _TYPED.search(text) is not None
+        return _COMMAND.search(text) is not None or typed(text)
     if attribute == "when":
         return can_answer("date", text) and _says(slot, text)
     if attribute == "where" and _SORTS["file"].search(text) is not None:

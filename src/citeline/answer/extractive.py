@@ -6,7 +6,7 @@ numbered passage, so its citation is right by construction.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, cast
 
@@ -77,25 +77,28 @@ class Scored:
         return [(self.passage, (u.start, u.end), u) for u in self.parts or (self.unit,)]
 
 
+# Among the units that state the asked value, those of the better form lead: a default stated as
+# a literal ("The default is no.") one that only says what happens by default; a line as it is
+# typed ("$ docker inspect -f ...", "varname = value # FIXED") prose naming a command in passing
+_BETTER_FORM: dict[str, Callable[[str], bool]] = {"default": states_literal, "procedure": typed}
+
+
 def ranked(scored: list[Scored], query: Query) -> list[Scored]:
     """Best first: when the question asks for a value (a default, a limit, a version, an amount,
     which option), the units that state one about its subject lead, whatever their similarity."""
-    if query.slot.attribute == "default":
-        # a default stated as a value leads one that only says what happens by default
-        return sorted(
-            scored,
-            key=lambda s: (not s.exact, not s.bears, not (s.bears and states_literal(s.unit.text)), -s.score),
-        )
-    if query.slot.attribute == "procedure":
-        # a line as it is typed ("$ docker inspect -f ...", "varname = value # FIXED") leads prose
-        # that names a command in passing
-        return sorted(
-            scored,
-            key=lambda s: (not s.exact, not s.bears, not (s.bears and typed(s.unit.text)), -s.score),
-        )
-    if query.slot.attribute in LEADING_ATTRIBUTES:
-        return sorted(scored, key=lambda s: (not s.exact, not s.bears, -s.score))
-    return sorted(scored, key=lambda s: (not s.exact, -s.score))
+    attribute = query.slot.attribute
+    if attribute not in LEADING_ATTRIBUTES:
+        return sorted(scored, key=lambda s: (not s.exact, -s.score))
+    better = _BETTER_FORM.get(attribute)
+    return sorted(
+        scored,
+        key=lambda s: (
+            not s.exact,
+            not s.bears,
+            not (s.bears and better is not None and better(s.unit.text)),
+            -s.score,
+        ),
+    )
 
 
 def _entry_similarity(

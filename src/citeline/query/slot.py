@@ -74,6 +74,8 @@ _KIND: dict[str, Kind] = {
 }
 
 _I = re.IGNORECASE
+# "How do I / can we / should one ...": asks how to do it
+_HOW_DO_I = r"^\W*how (?:do|can|should|could|would) (?:i|we|you|one)\b"
 # In order: the first rule that matches names the attribute. A version asked about comes
 # before a default ("Since which release is X the default?" asks for the release), a default
 # before a limit ("How many ... by default?" is answered where the default is stated).
@@ -144,7 +146,7 @@ _RULES: tuple[tuple[Attribute, re.Pattern[str]], ...] = (
     # "How can I see which files it would put in a bundle?" asks how (an option), not which file
     (
         "procedure",
-        re.compile(r"^\W*how (?:do|can|should|could|would) (?:i|we|you|one)\b.*\b(?:which|what)\b", _I),
+        re.compile(rf"{_HOW_DO_I}.*\b(?:which|what)\b", _I),
     ),
     (
         "which",
@@ -175,7 +177,7 @@ _RULES: tuple[tuple[Attribute, re.Pattern[str]], ...] = (
         ),
     ),
     # "How do I find out how many times it restarted?" asks how to find it out, not for a number
-    ("procedure", re.compile(r"^\W*how (?:do|can|should|could|would) (?:i|we|you|one)\b", _I)),
+    ("procedure", re.compile(_HOW_DO_I, _I)),
     (
         "quantity",
         re.compile(
