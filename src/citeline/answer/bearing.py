@@ -53,9 +53,11 @@ _MINIMUM = re.compile(
     r"\bbelow\b",
     _I,
 )
+# A number starts only where no number goes on ("1.5", not its "5"), and its digits are never given
+# back: both keep a run like "1.1.1.1 ..." linear (the regex audit in tests/reliability)
+_AMOUNT = r"(?:(?<!\d)(?<!\d[.,])\d+(?:[.,]\d+)*+|zero|one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|sixteen|twenty)"
 # A range states both ends: "functions of one through twelve variables", "from 0 to 255",
 # "between 1 and 65535"
-_AMOUNT = r"(?:\d[\d.,]*|zero|one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|sixteen|twenty)"
 _RANGE = re.compile(
     rf"\b{_AMOUNT}\s*(?:through|thru|to)\s*{_AMOUNT}\b|\bbetween\s+{_AMOUNT}\s+and\s+{_AMOUNT}\b", _I
 )
@@ -69,11 +71,11 @@ _VERSION_CUE = re.compile(
 )
 # A snake_case or dotted name ("smtpd_recipient_limit", "sync.batch_size"); not an abbreviation
 # ("i.e. the height of the box" names nothing)
-_DOTTED = r"(?!(?i:i\.e|e\.g|cf|etc|vs|viz)\b)[A-Za-z_]\w*(?:[._]\w+)+"
+_DOTTED = r"(?<!\w)(?!(?i:i\.e|e\.g|cf|etc|vs|viz)\b)[A-Za-z_]\w*(?:[._]\w+)+"
 # An identifier: an option, a snake_case or dotted name, a man page, a code, a path, a word in
 # backticks or capitals (IGNORE, PREPEND), a name=value pair
 _IDENTIFIER = re.compile(
-    rf"(?<![\w-])--?[A-Za-z][\w-]*|{_DOTTED}|\w+\(\d[a-z]?\)|`[^`]+`|"
+    rf"(?<![\w-])--?[A-Za-z][\w-]*|{_DOTTED}|\b\w+\(\d[a-z]?\)|`[^`]+`|"
     r"(?<![\w.])/[\w.-]+/[\w./-]*|\b[A-Z][A-Z0-9_]{2,}\b|\b\w+\s?=\s?\S|\b[A-Z]\w*[a-z]\w*[A-Z]\w*\b|"
     # a flag's or a setting's label opening the unit: "R: Prepend ...", "maxproc: ..."
     r"^[A-Za-z]:\s|^[a-z]\w*[_.-][\w.-]*:\s"
@@ -83,7 +85,7 @@ _IDENTIFIER = re.compile(
 # A line as it is typed: a command with its arguments ("set style boxplot fraction 0.95"), a
 # comment marker ("value # FIXED"), a prompt ("$ docker ps")
 _TYPED = re.compile(
-    r"^\s*(?:[$#>%]\s|[a-z][\w.-]* (?:[\w.=,:/-]+ ){0,6}[\w.=,:/-]*\d[\w.]*\s*$)|\s#\s*[A-Z]{3,}",
+    r"^[ \t]*(?:[$#>%]\s|[a-z][\w.-]* (?:[\w.=,:/-]+ ){0,6}[\w.=,:/-]*\d[\w.]*\s*$)|\s#\s*[A-Z]{3,}",
     re.MULTILINE,
 )
 

@@ -20,8 +20,9 @@ from citeline.text.terms import is_identifier
 from citeline.types import Hit
 
 _WORD = re.compile(r"\w+(?:[-_./:]\w+)*")
-# "3.x", "2.4.*", "v5.x": a release series; any release of it in the text mentions it.
-_SERIES = re.compile(r"(v?\d+(?:\.\d+)*)\.[x*]", re.IGNORECASE)
+# "3.x", "2.4.*", "v5.x": a release series; any release of it in the text mentions it. It starts
+# where no number goes on, so a run of "1.1.1..." is read once (the regex audit)
+_SERIES = re.compile(r"(?<![\d.])(v?\d+(?:\.\d+)*)\.[x*]", re.IGNORECASE)
 # A versioned name ("mysql 5.7", "chronicles 2", "election 2017"; query/analysis.py: versioned_names)
 _VERSIONED = re.compile(r"([a-z][\w-]*) (v?\d+(?:\.\d+)*)")
 

@@ -26,7 +26,7 @@ _LABEL = re.compile(
 
 # "See IGNORE for a silent alternative.", "(See also postconf(5).)": a short pointer to another
 # place says where an answer is, never what it is
-_POINTER = re.compile(r"\s*\(?see\s", re.IGNORECASE)
+_POINTER = re.compile(r"(?<!\s)\s*+\(?see\s", re.IGNORECASE)
 POINTER_WORDS = 12
 # A sentence that opens by pointing back ("This command can be used to rebuild ...", "Otherwise,
 # the exit status is ...") says what it is about only with the sentence before it
