@@ -124,6 +124,10 @@ def test_conditionalqa_and_scifact_quotes_are_in_their_documents(tmp_path: Path)
                 assert locate_quote(text, e["quote"]), (row["id"], e["quote"])
     cqa = conditionalqa(shared_dataset("conditionalqa"), tmp_path / "cqa2", limit=10, seed=5)
     assert cqa.notes["strata"] == {"answerable": 6, "not_answerable": 2, "page_absent": 2}
+    # the train split (tuning) is asked apart from dev (reported): `eval answers --split train`
+    train = conditionalqa(shared_dataset("conditionalqa"), tmp_path / "cqa3", limit=10, seed=5, split="train")
+    asked = [r for r in train.rows if r["meta"]["stratum"] != "page_absent"]  # those come from test_no_answer
+    assert train.notes["split"] == "train" and asked and all(r["id"].startswith("cqa-train-") for r in asked)
     pages = {p.name for p in cqa.docs_dir.glob("*.md")}
     for row in cqa.rows:  # an absent page's question has no document; the others have theirs
         name = row["meta"]["url"].rstrip("/").rsplit("/", 1)[-1] + ".md"

@@ -139,6 +139,11 @@ def test_cli_answers_needs_a_golden_set_or_a_dataset() -> None:
     assert result.exit_code == 2 and "GOLDEN.jsonl" in result.output
 
 
+def test_cli_split_is_for_the_dataset_that_has_splits() -> None:
+    result = CliRunner().invoke(answers_command, ["--dataset", "rgb", "--split", "train"])
+    assert result.exit_code == 2 and "conditionalqa only" in result.output
+
+
 def test_scope_asks_over_one_folder_of_the_documents(docs_dir: Path, tmp_path: Path) -> None:
     tree = tmp_path / "tree"
     (tree / "a").mkdir(parents=True)

@@ -135,6 +135,11 @@ def _progress(err: Console) -> Any:
 )
 @click.option("--seed", type=int, default=13, show_default=True, help="With --dataset: the slice's seed.")
 @click.option(
+    "--split",
+    type=click.Choice(["train", "dev"]),
+    help="With --dataset conditionalqa: the split to ask (default: dev). Tune on train, report on dev.",
+)
+@click.option(
     "--index",
     type=click.Path(file_okay=False, path_type=Path),
     help="Index folder to use (default: a fresh temporary one, removed afterwards).",
@@ -171,6 +176,7 @@ def answers_command(
     dataset_dir: Path | None,
     limit: int | None,
     seed: int,
+    split: str | None,
     index: Path | None,
     k: int,
     json_out: Path | None,
@@ -194,6 +200,8 @@ def answers_command(
         raise click.UsageError("Give GOLDEN.jsonl, or --dataset to build one from a shared dataset.")
     if dataset is None and (limit is not None):
         raise click.UsageError("--limit applies to --dataset only.")
+    if split is not None and dataset != "conditionalqa":
+        raise click.UsageError("--split applies to --dataset conditionalqa only (the others have one split).")
     index = index or _global_index()
     scratch = Path(tempfile.mkdtemp(prefix="citeline-eval-"))
     notes: dict[str, Any] | None = None
@@ -204,13 +212,14 @@ def answers_command(
                 raise click.ClickException(
                     f"Dataset '{dataset}' not found; pass --dataset-dir or set CITELINE_DATASETS to shared/datasets."
                 )
-            adapted = adapt(dataset, root, scratch, limit=limit, seed=seed)
+            options = {"split": split} if split is not None else {}
+            adapted = adapt(dataset, root, scratch, limit=limit, seed=seed, **options)
             if docs is not None:
                 _replace_docs(adapted.docs_dir, docs)
                 adapted.docs_dir = docs
             rows = [validate_row(r) for r in adapted.rows]
             docs_dir: Path | None = adapted.docs_dir
-            notes = {**adapted.notes, "limit": limit, "seed": seed}
+            notes = {**adapted.notes, "limit": limit, "seed": seed, **options}
             if golden is not None:
                 write_golden(rows, golden)
         else:
