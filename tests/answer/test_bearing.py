@@ -6,7 +6,14 @@ from dataclasses import replace
 
 import pytest
 
-from citeline.answer.bearing import bears, bound_to_subject, missing_value, states_literal, states_value
+from citeline.answer.bearing import (
+    bears,
+    bound_to_subject,
+    missing_value,
+    states_literal,
+    states_value,
+    typed,
+)
 from citeline.answer.units import binding_contexts, entry_terms, passage_units
 from citeline.query.slot import asked_slot
 
@@ -449,3 +456,21 @@ def test_a_question_naming_two_settings_may_ask_for_a_third_ones_default() -> No
     assert bears(
         slot, "virtual_minimum_uid (default: 100)", "virtual_uid_maps", "virtual_minimum_uid (default: 100)"
     )
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("$ docker inspect -f '{{ .RestartCount }}' web", True),
+        ("varname = value # FIXED", True),
+        ("set style boxplot fraction 0.95", True),
+        # a setting to write as it is given, not one a condition or a note names
+        ('In order to change this behavior, set "smtpd_tls_auth_only = yes".', True),
+        ("To connect over TCP you have to specify hosts = 127.0.0.1", True),
+        ('If you specify "resolve_dequoted_address = no", then the resolver will not know.', False),
+        ('Note 1: "smtpd_enforce_tls = yes" implies "smtpd_tls_auth_only = yes".', False),
+        ("You can set the limit to 10 if you need more.", False),
+    ],
+)
+def test_a_line_as_it_is_typed(text: str, expected: bool) -> None:
+    assert typed(text) is expected

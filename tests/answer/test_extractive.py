@@ -356,3 +356,20 @@ def test_asked_how_a_line_as_it_is_typed_leads_prose_naming_a_command() -> None:
         make_passages((text,)),
     )
     assert "# FIXED" in draft.sentences[0].text
+
+
+def test_asked_how_the_sentence_that_gives_the_setting_leads_those_that_describe_it() -> None:
+    """Postfix TLS_README: asked how, 'set "smtpd_tls_auth_only = yes"' leads the sentences that
+    say when AUTH is offered (golden dev pf-050)."""
+    text = (
+        "When TLS layer encryption is optional (smtpd_enforce_tls = no), it may however still be useful "
+        "to only offer AUTH when TLS is active. To maintain compatibility with non-TLS clients, the "
+        "default is to accept AUTH without encryption. In order to change this behavior, set "
+        '"smtpd_tls_auth_only = yes".'
+    )
+    plain = ExtractiveGenerator(make_embedder("minilm-int8"), max_sentences=1)
+    draft = plain.generate(
+        "How do I make the SMTP server offer AUTH only after STARTTLS, even though TLS is optional?",
+        make_passages((text,)),
+    )
+    assert "smtpd_tls_auth_only = yes" in draft.sentences[0].text

@@ -83,9 +83,12 @@ _IDENTIFIER = re.compile(
 
 
 # A line as it is typed: a command with its arguments ("set style boxplot fraction 0.95"), a
-# comment marker ("value # FIXED"), a prompt ("$ docker ps")
+# comment marker ("value # FIXED"), a prompt ("$ docker ps"), or a setting to write as it is given
+# ('In order to change this behavior, set "smtpd_tls_auth_only = yes".'; not 'If you specify ...',
+# which says what happens then)
 _TYPED = re.compile(
-    r"^[ \t]*(?:[$#>%]\s|[a-z][\w.-]* (?:[\w.=,:/-]+ ){0,6}[\w.=,:/-]*\d[\w.]*\s*$)|\s#\s*[A-Z]{3,}",
+    r"^[ \t]*(?:[$#>%]\s|[a-z][\w.-]* (?:[\w.=,:/-]+ ){0,6}[\w.=,:/-]*\d[\w.]*\s*$)|\s#\s*[A-Z]{3,}|"
+    r"(?<![Ii]f you )\b(?:[Ss]et|[Aa]dd|[Ss]pecify|[Pp]ut|[Aa]ppend|[Cc]hange)\s+[\"'`“‘]?[A-Za-z][\w.-]*\s?=\s?[^\s=]",
     re.MULTILINE,
 )
 
