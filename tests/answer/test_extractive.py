@@ -342,34 +342,33 @@ def test_asked_why_the_sentence_that_gives_a_reason_leads() -> None:
     assert "because -p is already reserved" in draft.sentences[0].text
 
 
-def test_asked_how_a_line_as_it_is_typed_leads_prose_naming_a_command() -> None:
-    """gnuplot's fit: the sentence about the save fit command resembles the question more than the
-    parameter file line that does it; asked how, the typed line leads."""
-    text = (
-        "Once fit has finished, the save fit command may be used to store final values in a file for "
-        "subsequent use as a parameter file. To keep a parameter fixed, write its line as:\n\n"
-        "varname = value # FIXED"
-    )
+@pytest.mark.parametrize(
+    ("question", "text", "leads"),
+    [
+        # gnuplot's fit: the sentence about the save fit command resembles the question more than
+        # the parameter file line that does it
+        (
+            "In a fit parameter file, how do I keep one parameter fixed while the others are fitted?",
+            "Once fit has finished, the save fit command may be used to store final values in a file "
+            "for subsequent use as a parameter file. To keep a parameter fixed, write its line as:\n\n"
+            "varname = value # FIXED",
+            "# FIXED",
+        ),
+        # Postfix TLS_README: the sentence that says which setting to write leads those that say
+        # when AUTH is offered (golden dev pf-050)
+        (
+            "How do I make the SMTP server offer AUTH only after STARTTLS, even though TLS is optional?",
+            "When TLS layer encryption is optional (smtpd_enforce_tls = no), it may however still be "
+            "useful to only offer AUTH when TLS is active. To maintain compatibility with non-TLS "
+            "clients, the default is to accept AUTH without encryption. In order to change this "
+            'behavior, set "smtpd_tls_auth_only = yes".',
+            "smtpd_tls_auth_only = yes",
+        ),
+    ],
+)
+def test_asked_how_the_line_to_type_leads_prose_naming_a_command(
+    question: str, text: str, leads: str
+) -> None:
     plain = ExtractiveGenerator(make_embedder("minilm-int8"), max_sentences=1)
-    draft = plain.generate(
-        "In a fit parameter file, how do I keep one parameter fixed while the others are fitted?",
-        make_passages((text,)),
-    )
-    assert "# FIXED" in draft.sentences[0].text
-
-
-def test_asked_how_the_sentence_that_gives_the_setting_leads_those_that_describe_it() -> None:
-    """Postfix TLS_README: asked how, 'set "smtpd_tls_auth_only = yes"' leads the sentences that
-    say when AUTH is offered (golden dev pf-050)."""
-    text = (
-        "When TLS layer encryption is optional (smtpd_enforce_tls = no), it may however still be useful "
-        "to only offer AUTH when TLS is active. To maintain compatibility with non-TLS clients, the "
-        "default is to accept AUTH without encryption. In order to change this behavior, set "
-        '"smtpd_tls_auth_only = yes".'
-    )
-    plain = ExtractiveGenerator(make_embedder("minilm-int8"), max_sentences=1)
-    draft = plain.generate(
-        "How do I make the SMTP server offer AUTH only after STARTTLS, even though TLS is optional?",
-        make_passages((text,)),
-    )
-    assert "smtpd_tls_auth_only = yes" in draft.sentences[0].text
+    draft = plain.generate(question, make_passages((text,)))
+    assert leads in draft.sentences[0].text
