@@ -95,7 +95,7 @@ _TYPED = re.compile(
 
 def typed(text: str) -> bool:
     """Whether ``text`` holds a line as it is typed: a command with its arguments, a prompt, a
-    name=value line with a comment marker."""
+    name=value line with a comment marker, or an instruction to set a setting as it is written."""
     return _TYPED.search(text) is not None
 
 
