@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 import citeline
+from citeline.answer.answerer import below_threshold
 from citeline.answer.context import assemble, compress, edge_order
 from citeline.kb import KnowledgeBase
 from citeline.query.analysis import Query
@@ -237,3 +238,17 @@ def test_an_llm_is_called_only_where_some_unit_reaches_the_extractive_floor(
             assert trace is not None and not trace.generator_called
     finally:
         kb.close()
+
+
+@pytest.mark.parametrize(
+    ("score", "threshold", "reason"),
+    [
+        (0.31, 0.46, "relevance 0.31 below threshold 0.46"),
+        (0.118, 0.12, "relevance 0.118 below threshold 0.120"),  # rounded alike: one more digit
+        (0.11951, 0.12, "relevance 0.1195 below threshold 0.1200"),
+    ],
+)
+def test_a_refusal_reason_tells_the_score_from_the_threshold(
+    score: float, threshold: float, reason: str
+) -> None:
+    assert below_threshold("relevance", score, threshold) == reason

@@ -57,6 +57,15 @@ from ._passages import make_passages
         ("gpval_errno", "reset gpval errno with reset errors", True),  # a PDF lost the underscore
         ("configured", "the configuration file", True),
         ("relay", "mail is delivered locally", False),
+        # a hyphenated compound as prose writes it: apart, joined, or a measure by number and unit
+        ("ascii-art", "an ascii art representation of the host key", True),
+        ("read-only", "mount the repository readonly", True),
+        ("2048-bit", "# ssh-keygen -m generate -o bits=2048 moduli-2048.candidates", True),
+        ("2048-bit", "a 2048 bit modulus", True),
+        ("2048-bit", "-o bits=20480", False),
+        ("2048-bit", "at least 2048 entries", False),
+        ("ascii-art", "plain ascii text; art work", False),
+        ("ldg-4012", "error ldg 4012", False),  # a code stays exact
     ],
 )
 def test_term_present(term: str, text: str, present: bool) -> None:
@@ -76,6 +85,9 @@ def test_numbers_count_as_any_digits_for_coverage() -> None:
         ("What is recommended for a university with 30,000 users?", ("30000",)),
         ("Is 1,000,000 recipients per day too many for 2 servers?", ("2", "1000000")),
         ("Which limit applies to 30 users?", ("30",)),
+        # an abbreviation names nothing, so no passage can miss it
+        ("Which parameter sets the address extension, i.e. the delimiter?", ()),
+        ("Can a filter, e.g. a Milter, change headers?", ("milter",)),
     ],
 )
 def test_a_number_with_thousands_separators_is_one_name(question: str, names: tuple[str, ...]) -> None:

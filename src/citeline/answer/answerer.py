@@ -79,6 +79,15 @@ class Stage:
         self.timings[self.name] = self.timings.get(self.name, 0.0) + (time.perf_counter() - self.t) * 1000
 
 
+def below_threshold(signal: str, score: float, threshold: float) -> str:
+    """A refusal's reason that never reads "0.12 below threshold 0.12": as many digits as tell
+    the score from the threshold (two at least, six at most)."""
+    digits = 2
+    while digits < 6 and f"{score:.{digits}f}" == f"{threshold:.{digits}f}":
+        digits += 1
+    return f"{signal} {score:.{digits}f} below threshold {threshold:.{digits}f}"
+
+
 class Answerer:
     def __init__(
         self,
@@ -299,10 +308,10 @@ class Answerer:
         if relevance.missing_identifiers:
             return f"not in any retrieved passage: {', '.join(relevance.missing_identifiers)}"
         if relevance.score < self.settings.refusal_threshold:
-            return f"relevance {relevance.score:.2f} below threshold {self.settings.refusal_threshold:.2f}"
+            return below_threshold("relevance", relevance.score, self.settings.refusal_threshold)
         # the reader's threshold was chosen with the relevance guard in front of it (calibration.py)
         if reading is not None and reading.guard < self.settings.reader_threshold:
-            return f"reader score {reading.guard:.2f} below threshold {self.settings.reader_threshold:.2f}"
+            return below_threshold("reader score", reading.guard, self.settings.reader_threshold)
         return None
 
     def _resolve(

@@ -72,9 +72,28 @@ def term_present(term: str, words: set[str], text: str, *, whole_numbers: bool =
         return integer_present(term, text)
     if is_identifier(term):
         # a PDF drawn from LaTeX often loses the underscores of names set in text ("GPVAL ERRNO")
-        return term in text or ("_" in term and term.replace("_", " ") in text)
+        if term in text or ("_" in term and term.replace("_", " ") in text):
+            return True
+        return compound_present(term, words, text)
     stem = _stem(term)
     return term in words or any(w.startswith(stem) for w in words)
+
+
+# Two words or a number and a word joined by a hyphen: "ascii-art", "2048-bit", "read-only"
+_COMPOUND = re.compile(r"([a-z]+|\d+)-([a-z]+)")
+
+
+def compound_present(term: str, words: set[str], text: str) -> bool:
+    """A hyphenated compound as prose also writes it: apart or joined ("an ASCII art
+    representation" for "ascii-art"), or a measure by its number and unit ("-O bits=2048" for
+    "2048-bit"). Codes ("LDG-4012", "x11-forwarding") are left to the exact match."""
+    compound = _COMPOUND.fullmatch(term)
+    if compound is None:
+        return False
+    head, tail = compound.groups()
+    if head.isdigit():
+        return integer_present(head, text) and term_present(tail, words, text)
+    return head + tail in words or re.search(rf"(?<![\w-]){head}\s+{tail}(?![\w-])", text) is not None
 
 
 def integer_present(number: str, text: str) -> bool:

@@ -27,7 +27,8 @@ STOPWORDS = frozenset(
     same she should so some such than that the their theirs them themselves then there these they this
     those through to too under until up very was we were what when where which while who whom why will
     with would you your yours yourself yourselves tell please show explain describe give list much many
-    use used using get got need needs want know does doesn't don't isn't aren't i'm it's what's""".split()
+    use used using get got need needs want know does doesn't don't isn't aren't i'm it's what's
+    i.e e.g etc vs cf viz""".split()  # abbreviations name nothing: "i.e." is no missing name
 )
 
 
