@@ -131,6 +131,22 @@ def test_a_name_for_another_year_does_not_answer_a_question_about_one(
     assert bears(slot, text, context) is expected
 
 
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("A full --verify-data check reads about 1 TB per hour; plan about one hour per terabyte.", True),
+        (
+            "Assuming a complete check took 7 hours, a daily check with --max-duration=3600 (1 hour) ran.",
+            False,
+        ),
+        ("The --verify-data check of a 2 Terabyte repository took 5 hours.", True),
+    ],
+)
+def test_an_amount_asked_per_something_is_bound_to_it(text: str, expected: bool) -> None:
+    slot = asked_slot("How long does borg check --verify-data take per terabyte of repository data?")
+    assert bears(slot, text, "borg check --verify-data") is expected
+
+
 def test_a_value_stated_sentences_after_the_term_is_bound_to_it() -> None:
     """An entry names its setting once; its default comes later without the name."""
     text = (

@@ -189,3 +189,23 @@ def test_an_event_question_names_the_years_its_answer_belongs_to(
 )
 def test_how_long_something_takes_asks_for_a_time_span(question: str, kind: str) -> None:
     assert asked_slot(question).kind == kind
+
+
+@pytest.mark.parametrize(
+    ("question", "per"),
+    [
+        ("How long does borg check --verify-data take per terabyte of repository data?", ("terabyte",)),
+        ("How many authentication attempts per connection does sshd allow by default?", ("connection",)),
+        ("How large does the cache file get for 200,000 different clients a day?", ("day",)),
+        ("How many messages per second can Postfix deliver?", ("second",)),
+        ("How many recipients can each message have at most?", ("message",)),
+        # a story's "every day" is when the asker acts, not what the amount is counted per
+        ("I back up 26 data sets every day; what should the TTL be at least?", ()),
+        ("How many processes should I allow?", ()),
+        ("Which command limits the messages per second?", ()),  # no amount asked
+    ],
+)
+def test_an_amount_asked_per_something_names_it(question: str, per: tuple[str, ...]) -> None:
+    slot = asked_slot(question)
+    assert slot.per == per
+    assert slot.to_json().get("per", []) == list(per)

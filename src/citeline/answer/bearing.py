@@ -297,6 +297,7 @@ def bears(slot: Slot, text: str, context: str, entry: str = "") -> bool:
         and bound_to_subject(slot, bound)
         and not another_entry(slot, text, entry)
         and all(re.search(rf"(?<!\d){year}(?!\d)", bound) for year in slot.years)
+        and all(re.search(rf"\b{re.escape(unit)}", bound, _I) for unit in slot.per)
     )
 
 

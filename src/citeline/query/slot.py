@@ -258,6 +258,9 @@ class Slot:
     #: for who/when/where questions, the years they name ("Who won Wimbledon in 2019?"): the
     #: answer is the one of that year, not a name or date a passage gives for another year
     years: tuple[str, ...] = ()
+    #: for an amount, what it is counted per ("terabyte" in "How long does a check take per
+    #: terabyte?"): a value is bound to it too, not to the whole run or to another measure
+    per: tuple[str, ...] = ()
 
     @property
     def wants_value(self) -> bool:
@@ -299,6 +302,8 @@ class Slot:
             out["names"] = list(self.names)
         if self.years:
             out["years"] = list(self.years)
+        if self.per:
+            out["per"] = list(self.per)
         return out
 
 
@@ -347,7 +352,20 @@ def asked_slot(question: str) -> Slot:
     predicate = predicate_of(question) if event else ()
     sort = sort_of(question) if attribute == "which" else ""
     years = tuple(dict.fromkeys(_YEAR.findall(question))) if event else ()
-    return Slot(attribute, kind, subject_of(question), predicate, sort, years=years)
+    per = tuple(dict.fromkeys((m["per"] or m["time"]).lower() for m in _PER.finditer(question)))
+    per = per if attribute in _AMOUNTS else ()
+    return Slot(attribute, kind, subject_of(question), predicate, sort, years=years, per=per)
+
+
+# An amount asked per something: "per terabyte", "for each recipient", "200,000 clients a day"
+_AMOUNTS = frozenset({"quantity", "maximum", "minimum", "default", "recommended"})
+_TIME_UNIT = r"second|minute|hour|day|week|month|year"
+_PER = re.compile(
+    rf"\b(?:(?:per|each)\s+(?:\d[\d,]*\s+)?(?P<per>{_TIME_UNIT}|[kmgt]i?b|kilobyte|megabyte|gigabyte|"
+    r"terabyte|byte|file|message|recipient|connection|client|user|request|line|directory|process|session|host)"
+    rf"|an?\s+(?P<time>{_TIME_UNIT}))s?\b",
+    _I,
+)
 
 
 # A year a question names: 1900-2039, standing alone (not "v2.2019", "Cyberpunk 2077", "2019-10")
