@@ -72,6 +72,7 @@ from citeline.query.slot import asked_slot
         ("Which country won the most medals at the 2018 Winter Olympics?", "who", "name", []),
         ("When was Splatoon 2 released?", "when", "date", []),
         ("When does the city library open?", "when", "date", []),
+        ("When does the Postfix 3.7 stable series reach end of life?", "when", "date", []),
         ("When do several ldap: tables share one connection?", "other", "any", []),
         ("When is the -x option needed?", "other", "any", ["-x"]),
         ("Super Bowl 2021 location", "where", "place", []),

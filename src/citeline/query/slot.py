@@ -135,7 +135,7 @@ _RULES: tuple[tuple[Attribute, re.Pattern[str]], ...] = (
         re.compile(
             r"^\W*when (?:was|were|did|will|is|are)\b(?!.*\b(?:used|needed|required|allowed|possible)\W*$)|"
             r"^\W*when (?:does|do|will)\b.*\b(?:open|close|start|begin|end|finish|expire|happen|occur|take place|"
-            r"release|premiere|launch|air|come out)\W*$|"
+            r"release|premiere|launch|air|come out|end of life|eol|end-of-life)\W*$|"
             r"\bwhat (?:date|day|year|month|time)\b|\bon (?:which|what) (?:date|day)\b|"
             r"\b(?:release|premiere|launch|publication|expiry|expiration) date\b",
             _I,
