@@ -256,6 +256,14 @@ def test_keyword_scores_ignore_what_the_principal_may_not_read(store: Store) -> 
     assert len(seen_by_bob) == len(before) + 4  # bob reads the secret: his statistics include it
 
 
+def test_a_hyphenated_word_finds_the_same_word_written_as_one(store: Store) -> None:
+    """Every store searches "re-read" as "reread" too (text/terms.py, keyword_phrases)."""
+    put(store, "sshd.md", ["sshd rereads its configuration file on SIGHUP", "an unrelated paragraph"])
+    found = store.keyword_search("How does sshd re-read its file?", ADMIN, 10)
+    assert found and found[0][0].endswith("-000000000000")
+    assert store.keyword_search("re-read", ADMIN, 10)  # the joined word alone
+
+
 def test_check_finds_nothing_wrong_with_a_consistent_store(store: Store) -> None:
     put(store, "a.md", ["one paragraph", "another paragraph"], seed=1)
     put(store, "b.md", ["third"], seed=2, acl=("group:eng",), original=b"raw")
