@@ -372,3 +372,19 @@ def test_asked_how_the_line_to_type_leads_prose_naming_a_command(
     plain = ExtractiveGenerator(make_embedder("minilm-int8"), max_sentences=1)
     draft = plain.generate(question, make_passages((text,)))
     assert leads in draft.sentences[0].text
+
+
+def test_asked_where_the_unit_that_states_a_place_leads() -> None:
+    """ssh-copy-id(1): the sentence about remote hosts resembles the question more than the one
+    that names the file the keys go to (golden dev ossh-096)."""
+    text = (
+        "If you have already installed keys from one system on a lot of remote hosts, it can be "
+        "difficult to keep track of which systems you have installed the new key on. By default it "
+        "adds the keys by appending them to the remote user's ~/.ssh/authorized_keys (creating the "
+        "file, and directory, if necessary)."
+    )
+    plain = ExtractiveGenerator(make_embedder("minilm-int8"), max_sentences=1)
+    draft = plain.generate(
+        "Where on the remote host does ssh-copy-id install my key?", make_passages((text,))
+    )
+    assert "~/.ssh/authorized_keys" in draft.sentences[0].text

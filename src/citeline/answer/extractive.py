@@ -52,7 +52,7 @@ READER_LEAD = 0.9
 READER_WEIGHT = 0.2
 # The questions whose answer-bearing units lead the answer (query/slot.py)
 LEADING_ATTRIBUTES = frozenset(
-    {"default", "maximum", "minimum", "version", "quantity", "which", "procedure", "reason"}
+    {"default", "maximum", "minimum", "version", "quantity", "which", "procedure", "reason", "where"}
 )
 
 
