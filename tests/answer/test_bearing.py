@@ -354,6 +354,13 @@ def test_a_value_without_a_named_subject_is_bound_to_the_questions_topic(
         # a path is a place
         ("Where does ssh-copy-id install my key?", "It appends them to ~/.ssh/authorized_keys.", True),
         ("Where does ssh-copy-id install my key?", "It appends them to the remote user's list.", False),
+        # a name is no function word opening a clause after a label
+        (
+            "Where does aptitude load the vocabulary from?",
+            "Description: The location of the vocabulary.",
+            False,
+        ),
+        ("Where does the city library stand?", "Description: It stands in Leeds.", True),
     ],
 )
 def test_amounts_ranges_and_places(question: str, text: str, expected: bool) -> None:

@@ -16,6 +16,7 @@ from citeline.answer.answer_type import can_answer
 from citeline.answer.relevance import evidence_words, term_present
 from citeline.answer.units import binding_contexts, chunk_units, entry_terms, never_an_answer
 from citeline.query.slot import Slot, subject_of
+from citeline.text.terms import STOPWORDS
 from citeline.types import Chunk, Hit, Passage
 
 _I = re.IGNORECASE
@@ -205,7 +206,7 @@ def states_value(slot: Slot, text: str) -> bool:
     if attribute == "where" and _SORTS["file"].search(text) is not None:
         return True  # a path is a place ("appending them to the remote user's ~/.ssh/authorized_keys")
     if attribute in ("who", "where"):
-        return _NAME.search(text) is not None and _says(slot, text)
+        return _names_someone(text) and _says(slot, text)
     if attribute == "reason":
         return _REASON.search(text) is not None
     return True
@@ -238,6 +239,12 @@ _ADVICE = re.compile(
 
 # A name: a capitalised word that does not open the text ("... to Olga Tokarczuk", "by Facebook")
 _NAME = re.compile(r"(?<=[\w,;:)\]] )[A-Z][\w.'-]+|\b[A-Z]{2,}\b")
+
+
+def _names_someone(text: str) -> bool:
+    """A capitalised word that is a name, not a function word opening a clause ("Description: The
+    location of the debtags vocabulary file" names no place)."""
+    return any(m.group().lower() not in STOPWORDS for m in _NAME.finditer(text))
 
 
 def _says(slot: Slot, text: str) -> bool:
