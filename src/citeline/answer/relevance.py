@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 
 from citeline.jsonable import Jsonable, json_spec, omit_false
 from citeline.query.analysis import Query, years_in
-from citeline.text.terms import is_identifier
+from citeline.text.terms import is_identifier, joined_forms
 from citeline.types import Hit
 
 _WORD = re.compile(r"\w+(?:[-_./:]\w+)*")
@@ -93,7 +93,8 @@ def compound_present(term: str, words: set[str], text: str) -> bool:
     head, tail = compound.groups()
     if head.isdigit():
         return integer_present(head, text) and term_present(tail, words, text)
-    return head + tail in words or re.search(rf"(?<![\w-]){head}\s+{tail}(?![\w-])", text) is not None
+    joined = any(form in words for form in joined_forms(term))
+    return joined or re.search(rf"(?<![\w-]){head}\s+{tail}(?![\w-])", text) is not None
 
 
 def integer_present(number: str, text: str) -> bool:

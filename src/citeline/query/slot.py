@@ -352,8 +352,11 @@ def asked_slot(question: str) -> Slot:
     predicate = predicate_of(question) if event else ()
     sort = sort_of(question) if attribute == "which" else ""
     years = tuple(dict.fromkeys(_YEAR.findall(question))) if event else ()
-    per = tuple(dict.fromkeys((m["per"] or m["time"]).lower() for m in _PER.finditer(question)))
-    per = per if attribute in _AMOUNTS else ()
+    per = (
+        tuple(dict.fromkeys((m["per"] or m["time"]).lower() for m in _PER.finditer(question)))
+        if attribute in _AMOUNTS
+        else ()
+    )
     return Slot(attribute, kind, subject_of(question), predicate, sort, years=years, per=per)
 
 

@@ -74,14 +74,15 @@ def keyword_phrases(query: Analysed | str, max_terms: int = 32) -> list[str]:
         # A question made only of stopwords still deserves an answer attempt.
         terms = [m.group(0) for m in _TERM.finditer(text.lower())][:max_terms]
     # a hyphenated word is also searched as one word: "re-read" finds "sshd rereads its configuration"
-    return list(dict.fromkeys(p for t in terms for p in (t, *_joined(t))))
+    return list(dict.fromkeys(p for t in terms for p in (t, *joined_forms(t))))
 
 
 # Two or more words of letters joined by hyphens ("re-read", "e-mail"), not a code ("ldg-4012")
 _HYPHENATED = re.compile(r"[a-z]+(?:-[a-z]+)+")
 
 
-def _joined(term: str) -> tuple[str, ...]:
+def joined_forms(term: str) -> tuple[str, ...]:
+    """A hyphenated word written as one ("re-read" -> "reread"); nothing for a code."""
     return (term.replace("-", ""),) if _HYPHENATED.fullmatch(term) else ()
 
 
