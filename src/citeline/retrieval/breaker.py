@@ -50,7 +50,7 @@ def _wait_for_running_calls(timeout_s: float | None = None) -> int:
 def _track(thread: threading.Thread) -> None:
     global _exit_hooked
     with _running_lock:
-        _running.difference_update([t for t in _running if not t.is_alive()])  # ended before being tracked
+        _running.difference_update([t for t in _running if not t.is_alive()])  # ended ones
         _running.add(thread)
         if not _exit_hooked:
             atexit.register(_wait_for_running_calls)
@@ -113,9 +113,10 @@ class CircuitBreaker:
             except BaseException as exc:
                 done.set_exception(exc)
             finally:
+                # still tracked: exit joins it until the thread has truly ended (one that took
+                # itself out here could still be tearing down when the interpreter finalized:
+                # a rare segfault, 2 of 120 `citeline search` runs); _track drops ended ones
                 self._slots.release()
-                with _running_lock:
-                    _running.discard(threading.current_thread())
 
         thread = threading.Thread(target=run, name="citeline-dense", daemon=True)
         thread.start()
