@@ -252,3 +252,26 @@ def test_a_refusal_reason_tells_the_score_from_the_threshold(
     score: float, threshold: float, reason: str
 ) -> None:
     assert below_threshold("relevance", score, threshold) == reason
+
+
+def test_the_readers_threshold_does_not_overrule_a_unit_that_states_the_asked_value(tmp_path: Path) -> None:
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    (docs / "jobs.md").write_text(
+        "# Worker settings\n\n## max_jobs\n\nSets how many jobs the worker runs at once. "
+        "The default is 4 jobs.\n\n## log_dir\n\nWhere the worker writes its logs.\n",
+        encoding="utf-8",
+    )
+    kb = citeline.open(tmp_path / "index")
+    try:
+        kb.add([docs])
+        assert kb.components.reader is not None  # the offline default reads
+        # a threshold no score reaches: the reader alone would refuse everything
+        kb.settings = dataclasses.replace(kb.settings, reader_threshold=1.01)
+        value = kb.ask("What is the default of max_jobs?", ADMIN)
+        assert not value.refused and "4" in value.answer
+        # a question for no value has no answer-bearing unit to weigh against the reader
+        meaning = kb.ask("What does max_jobs do?", ADMIN)
+        assert meaning.refused and (meaning.refusal_reason or "").startswith("reader score")
+    finally:
+        kb.close()

@@ -12,7 +12,7 @@ from typing import Any
 
 import numpy as np
 
-from citeline.answer.bearing import deeper_context, missing_value
+from citeline.answer.bearing import bearing_units, deeper_context, missing_value
 from citeline.answer.citations import StreamingCitationFilter, escape_markers
 from citeline.answer.claims import ClaimChecker, as_cited
 from citeline.answer.context import TokenCounter, assemble
@@ -27,6 +27,7 @@ from citeline.errors import InvalidQuestionError
 from citeline.filters import Filter
 from citeline.index.base import Store
 from citeline.query.analysis import Query, analyze
+from citeline.query.slot import Slot
 from citeline.rerank.base import Reranker
 from citeline.retrieval.diversity import mmr
 from citeline.retrieval.hybrid import HybridRetriever, Retrieval
@@ -231,7 +232,7 @@ class Answerer:
             trace = trace.with_(reader=reading_json(reading, self.settings.reader_threshold))
             progress("read", {"best": round(reading.guard, 4)})
         reason = (
-            self._refusal_reason(relevance, passages, reading)
+            self._refusal_reason(relevance, passages, reading, query.slot)
             or missing_value(query.slot, passages)
             or below_floor(self.floor, query, passages)
         )
@@ -301,7 +302,11 @@ class Answerer:
         )
 
     def _refusal_reason(
-        self, relevance: Relevance, passages: Sequence[Passage], reading: Reading | None = None
+        self,
+        relevance: Relevance,
+        passages: Sequence[Passage],
+        reading: Reading | None = None,
+        slot: Slot | None = None,
     ) -> str | None:
         if not passages:
             return "nothing retrieved"
@@ -309,8 +314,14 @@ class Answerer:
             return f"not in any retrieved passage: {', '.join(relevance.missing_identifiers)}"
         if relevance.score < self.settings.refusal_threshold:
             return below_threshold("relevance", relevance.score, self.settings.refusal_threshold)
-        # the reader's threshold was chosen with the relevance guard in front of it (calibration.py)
-        if reading is not None and reading.guard < self.settings.reader_threshold:
+        # the reader's threshold was chosen with the relevance guard in front of it (calibration.py);
+        # it scores topic more than answer, so it does not overrule a unit that states the value
+        # asked for about the subject (golden dev: "Python >= 3.8.0" at reader 0.09)
+        if (
+            reading is not None
+            and reading.guard < self.settings.reader_threshold
+            and not (slot is not None and slot.wants_value and bearing_units(slot, passages))
+        ):
             return below_threshold("reader score", reading.guard, self.settings.reader_threshold)
         return None
 
