@@ -56,6 +56,19 @@ from ._passages import make_passages
             False,
         ),
         ("When does the city library open?", "The city library opens at 9 am.", True),
+        # the year the question names is no date; a month or a day is no one's name
+        (
+            "What is the date of the 2020 NBA Draft?",
+            "NBA Draft 2020, free agency dates come into focus.",
+            False,
+        ),
+        ("What is the date of the 2020 NBA Draft?", "The 2020 NBA Draft is on November 18, 2020.", True),
+        (
+            "Who was the CEO of Nintendo in 2021?",
+            "Nintendo announced it in their fiscal year-end March 2021 report.",
+            False,
+        ),
+        ("Who was the CEO of Nintendo in 2021?", "In 2021 the CEO of Nintendo was Shuntaro Furukawa.", True),
         # a "which" question for a sort of name with a shape wants that shape
         ("Which signal makes dockerd re-read daemon.json?", "We use the `SIGHUP` signal to reload.", True),
         ("Which signal makes dockerd re-read daemon.json?", "The file is /etc/docker/daemon.json.", False),

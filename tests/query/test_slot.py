@@ -145,6 +145,9 @@ def test_a_version_named_in_passing_is_a_qualifier_not_a_code(
         ("Who is the director of the Avatar movie?", ()),  # no verb: any name about Avatar
         ("Who is the lead actress in La La Land?", ()),  # "lead" is no verb after "is the"
         ("Who was the first person awarded the prize?", ("award",)),
+        ("Who makes the Pixel phones?", ("mak",)),
+        # a plural in the subject's name is no verb
+        ("When was xenoblade chronicles 2 released?", ("relea",)),
     ],
 )
 def test_who_and_when_questions_name_what_was_done(question: str, predicate: tuple[str, ...]) -> None:
@@ -158,6 +161,7 @@ def test_who_and_when_questions_name_what_was_done(question: str, predicate: tup
         ("Super Bowl 2021 location", "where", ("2021",)),
         ("When is the premiere of 'Carole King & James Taylor: Just Call Me' in 2022?", "when", ("2022",)),
         ("What is the release date of Elden Ring?", "when", ()),
+        ("What is the date of the 2020 NBA Draft?", "when", ("2020",)),
         ("When will Hogwarts Legacy come out?", "when", ()),
         # a year inside a name, a version or a date is no year asked about
         ("Who developed Cyberpunk 2077?", "who", ()),

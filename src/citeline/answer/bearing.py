@@ -202,7 +202,9 @@ def states_value(slot: Slot, text: str) -> bool:
         # how to do it: a command, an option, a setting written as it is typed
         return _COMMAND.search(text) is not None or typed(text)
     if attribute == "when":
-        return can_answer("date", text) and _says(slot, text)
+        # the year the question names is no date of it ("NBA Draft 2020, free agency dates come
+        # into focus." does not say when the 2020 draft is)
+        return can_answer("date", _without_years(slot, text)) and _says(slot, text)
     if attribute == "where" and _SORTS["file"].search(text) is not None:
         return True  # a path is a place ("appending them to the remote user's ~/.ssh/authorized_keys")
     if attribute in ("who", "where"):
@@ -241,10 +243,26 @@ _ADVICE = re.compile(
 _NAME = re.compile(r"(?<=[\w,;:)\]] )[A-Z][\w.'-]+|\b[A-Z]{2,}\b")
 
 
+# Months and days are capitalised, and name no one ("... in their fiscal year-end March 2021 report")
+_CALENDAR = frozenset(
+    "january february march april may june july august september october november december jan feb mar "
+    "apr jun jul aug sep sept oct nov dec monday tuesday wednesday thursday friday saturday sunday".split()
+)
+
+
 def _names_someone(text: str) -> bool:
     """A capitalised word that is a name, not a function word opening a clause ("Description: The
-    location of the debtags vocabulary file" names no place)."""
-    return any(m.group().lower() not in STOPWORDS for m in _NAME.finditer(text))
+    location of the debtags vocabulary file" names no place) nor a month or a day."""
+    return any(
+        (word := m.group().lower().rstrip(".")) not in STOPWORDS and word not in _CALENDAR
+        for m in _NAME.finditer(text)
+    )
+
+
+def _without_years(slot: Slot, text: str) -> str:
+    for year in slot.years:
+        text = re.sub(rf"(?<!\d){year}(?!\d)", " ", text)
+    return text
 
 
 def _says(slot: Slot, text: str) -> bool:

@@ -137,6 +137,7 @@ _RULES: tuple[tuple[Attribute, re.Pattern[str]], ...] = (
             r"^\W*when (?:does|do|will)\b.*\b(?:open|close|start|begin|end|finish|expire|happen|occur|take place|"
             r"release|premiere|launch|air|come out|end of life|eol|end-of-life)\W*$|"
             r"\bwhat (?:date|day|year|month|time)\b|\bon (?:which|what) (?:date|day)\b|"
+            r"\bwhat (?:is|was|will be) the (?:exact )?date\b|"
             r"\b(?:release|premiere|launch|publication|expiry|expiration) date\b",
             _I,
         ),
@@ -455,7 +456,7 @@ def predicate_of(question: str) -> tuple[str, ...]:
     if m is None:
         return ()
     words = re.findall(r"[A-Za-z]+", m.group("rest"))
-    for word in words:
+    for i, word in enumerate(words):
         lowered = word.lower()
         if lowered in _IRREGULAR:
             return (_IRREGULAR[lowered], lowered)
@@ -463,7 +464,10 @@ def predicate_of(question: str) -> tuple[str, ...]:
         # past participle there is a verb ("Who was the first person awarded ...")
         copula = (m.group("aux") or "").lower() in ("is", "are", "was", "were")
         base = lowered in _BASE_VERBS and not (copula and m.group("article"))
-        if word[0].islower() and lowered not in _AUXILIARY and (lowered.endswith(("ed", "es")) or base):
+        # a verb in "-es" comes first ("Who owns ..."); later it is a plural in the subject's
+        # name ("When was xenoblade chronicles 2 released?")
+        inflected = lowered.endswith("ed") or (lowered.endswith("es") and i == 0)
+        if word[0].islower() and lowered not in _AUXILIARY and (inflected or base):
             return (_stem(lowered),)
     return ()
 
