@@ -149,6 +149,9 @@ def test_an_unknown_word_does_not_dilute_the_penalty_of_a_missing_name() -> None
         ("concurrencyremote", "the concurrency limit of remote deliveries", False),
         ("mailertable", "the mailer table", True),
         ("copeptin", "the peptin assay", False),
+        ("tib", "a total size of 1tib.", True),  # a unit against its number
+        ("tib", "mem_usage = 0.31gib", False),
+        ("gib", "a total size of 1tib.", False),
     ],
 )
 def test_an_unknown_word_is_spelled_in_the_text(word: str, text: str, spelled: bool) -> None:
