@@ -76,7 +76,12 @@ def term_present(term: str, words: set[str], text: str, *, whole_numbers: bool =
             return True
         return compound_present(term, words, text)
     stem = _stem(term)
-    return term in words or any(w.startswith(stem) for w in words)
+    return (
+        term in words
+        or any(w.startswith(stem) for w in words)
+        # a unit of measure written against its number: "a total size of 1TiB" for "1 TiB"
+        or (term.isalpha() and re.search(rf"\d{re.escape(term)}(?![^\W\d_])", text) is not None)
+    )
 
 
 # Two words or a number and a word joined by a hyphen: "ascii-art", "2048-bit", "read-only"
@@ -118,13 +123,9 @@ def versioned_name_present(name: str, number: str, words: set[str], text: str) -
 
 def spelled_in(word: str, words: set[str], text: str) -> bool:
     """Whether ``text`` (lower-cased; ``words``: its evidence_words) uses ``word``, allowing for a
-    typo ("microenviroment", "chenodeosycholic"), for a compound written apart ("panicprone"
-    for "panic-prone") and for a unit against its number ("1TiB"): an unknown word of the
-    question is as often a misspelling or a unit as a name."""
+    typo ("microenviroment", "chenodeosycholic") and for a compound written apart ("panicprone"
+    for "panic-prone"): an unknown word of the question is as often a misspelling as a name."""
     if term_present(word, words, text):
-        return True
-    # a unit of measure written against its number: "1TiB", "0.31GiB" for "1 TiB"
-    if re.search(rf"\d{re.escape(word)}(?![^\W\d_])", text):
         return True
     tokens = re.findall(r"[^\W_]+", text)
     if any(a + b == word for a, b in itertools.pairwise(tokens)):
