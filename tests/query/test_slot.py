@@ -90,6 +90,14 @@ from citeline.query.slot import asked_slot
         ("How do I build it giving all non-default parameters?", "procedure", "procedure", []),
         # an amount written as an adjective describes the subject, it names nothing
         ("How do I generate 2048-bit candidate primes?", "procedure", "procedure", []),
+        # ... and so does a unit of size
+        (
+            "How much memory do the indexes need for a million files totalling 1 TiB?",
+            "quantity",
+            "number",
+            [],
+        ),
+        ("How much memory does a 2 GiB hash table take in ssh_config?", "quantity", "number", ["ssh_config"]),
     ],
 )
 def test_asked_slot(question: str, attribute: str, kind: str, subject: list[str]) -> None:

@@ -227,8 +227,9 @@ _SUBJECT = re.compile(
 # A version named in passing qualifies the question ("in Node 18", "since 3.7"); it is not its
 # subject (query/analysis.py reads it, relevance.py decides whether it must be present)
 _VERSION_LIKE = re.compile(r"^v?\d+(?:\.\d+)*[a-z]?$", _I)
-# An amount written as an adjective ("2048-bit keys") describes the subject; it does not name it
-_MEASURE_LIKE = re.compile(r"^\d[\d.]*-[A-Za-z]+$")
+# An amount written as an adjective ("2048-bit keys") describes the subject, and a unit of size ("1 TiB")
+# measures it; neither names it
+_MEASURE_LIKE = re.compile(r"^\d[\d.]*-[A-Za-z]+$|^[KkMGTPE]i?B(?:/s)?$")
 # A file name's extension or an email address is not a subject on its own
 # "U.S", "e.g", "i.e": single letters with dots are an abbreviation, not a dotted name
 _ABBREVIATION = re.compile(r"^(?:[A-Za-z]\.)+[A-Za-z]?$")
