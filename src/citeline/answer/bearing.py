@@ -15,19 +15,19 @@ from collections.abc import Sequence
 from citeline.answer.answer_type import can_answer
 from citeline.answer.relevance import evidence_words, term_present
 from citeline.answer.units import binding_contexts, chunk_units, entry_terms, never_an_answer
-from citeline.query.slot import Slot, subject_of
+from citeline.query.slot import VALUE_ATTRIBUTES, Slot, subject_of
 from citeline.text.terms import STOPWORDS
 from citeline.types import Chunk, Hit, Passage
 
 _I = re.IGNORECASE
-# Questions for a value whose context is widened when no chunk of it states one, and by how many
-# chunks at most (answer/answerer.py, ``deeper_context``)
-DEEPER_ATTRIBUTES = frozenset({"default", "maximum", "minimum", "version", "quantity"})
-DEEPER_HITS = 3
 # Besides the slot's value attributes (query/slot.py), the questions refused when no unit of the
 # context states a value of their kind about their subject: "How many keys can ssh-agent hold?"
 # over passages that state no number about keys
 REFUSED_WITHOUT_VALUE = frozenset({"quantity"})
+# Questions for a value whose context is widened when no chunk of it states one (every question
+# refused for want of one), and by how many chunks at most (answer/answerer.py, ``deeper_context``)
+DEEPER_ATTRIBUTES = VALUE_ATTRIBUTES | REFUSED_WITHOUT_VALUE
+DEEPER_HITS = 3
 _NUMBER = re.compile(
     r"\d|\b(?:zero|one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|twenty|thirty|"
     r"forty|fifty|sixty|hundred|thousand|million|billion|dozen|unlimited|infinite|infinity)\b",
