@@ -9,6 +9,7 @@ import pytest
 from citeline.answer.bearing import (
     bears,
     bound_to_subject,
+    deeper_context,
     missing_value,
     states_literal,
     states_value,
@@ -510,3 +511,44 @@ def test_a_question_naming_two_settings_may_ask_for_a_third_ones_default() -> No
 )
 def test_a_line_as_it_is_typed(text: str, expected: bool) -> None:
     assert typed(text) is expected
+
+
+@pytest.mark.parametrize(
+    ("question", "context", "beyond", "deepened"),
+    [
+        # a value no context chunk states: the first candidates beyond the context that state one
+        (
+            "What is the default of max_jobs?",
+            "max_jobs sets how many jobs run at once.",
+            "max_jobs: the default is 4.",
+            True,
+        ),
+        # a date or a place is looked for as deep before the question is refused for want of it
+        (
+            "When was the Zephyr 3 released?",
+            "The Zephyr 3 router supports Wi-Fi 6E.",
+            "The Zephyr 3 was released on 4 May 2021.",
+            True,
+        ),
+        (
+            "Where does the Zephyr 3 keep its logs?",
+            "Each reset is logged.",
+            "The Zephyr 3 writes them to /var/log/zephyr.",
+            True,
+        ),
+        # a context that states one is not widened; nor is one for a question that asks for no value
+        (
+            "When was the Zephyr 3 released?",
+            "The Zephyr 3 was released in 2021.",
+            "The Zephyr 3 was released on 4 May 2021.",
+            False,
+        ),
+        ("What does the Zephyr 3 do?", "The Zephyr 3 routes.", "The Zephyr 3 was released in 2021.", False),
+    ],
+)
+def test_a_context_without_the_asked_value_is_widened_by_candidates_that_state_it(
+    question: str, context: str, beyond: str, deepened: bool
+) -> None:
+    near, far = (p.hit for p in make_passages((context, beyond)))
+    widened = deeper_context(asked_slot(question), [near], [near, far])
+    assert [h.chunk.id for h in widened] == (["c1", "c2"] if deepened else ["c1"])
