@@ -121,25 +121,6 @@ def test_never_an_answer(text: str, never: bool) -> None:
         ("Run it.\npostconf -n shows the settings.", ["Run it.", "postconf -n shows the settings."]),
         ("See e.g. the file /etc/postfix/main.cf for details. Then run it.", None),
         ("Since version 3.7.2 this is on (see Sect. 4.2 of the manual). The default is 10.", None),
-        # the lines of an option listing are units of their own, without full stops
-        (
-            "      --health-interval duration      Time between running the check (default 0s)\n"
-            "      --health-retries int            Consecutive failures needed to report unhealthy",
-            [
-                "--health-interval duration Time between running the check (default 0s)",
-                "--health-retries int Consecutive failures needed to report unhealthy",
-            ],
-        ),
-        (
-            "  -h, --hostname string               Container host name\n"
-            "      --init                          Run an init inside the container",
-            ["-h, --hostname string Container host name", "--init Run an init inside the container"],
-        ),
-        # ... and wrapped prose that opens with an option is one sentence
-        (
-            "To print the settings, pass the\n--verbose option to the tool.",
-            ["To print the settings, pass the --verbose option to the tool."],
-        ),
     ],
 )
 def test_segmentation_never_cuts_a_sentence_wrong(text: str, expected: list[str] | None) -> None:

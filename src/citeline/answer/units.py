@@ -151,18 +151,10 @@ def _row_text(header: list[str], cells: list[str]) -> str:
     return f"{filled[0]} {'; '.join(filled[1:])}" if label_first else "; ".join(filled)
 
 
-# A line of a command's option listing: the option (and its argument's type) set apart from its
-# description by a run of spaces ("      --health-retries int      Consecutive failures needed to
-# report unhealthy"). Wrapped prose that opens with an option has single spaces.
-_OPTION_LISTING = re.compile(r"(?:-[A-Za-z0-9], )?--?[A-Za-z0-9][\w-]*(?:[ =][\w<>\[\]|=.,-]+)?\s{2,}\S")
-
-
 def _merge_sentences(units: list[Unit], doc_text: str) -> list[Unit]:
     """Sentences of one paragraph split across lines: merge pieces that are not sentence ends, and
     a piece that opens as the rest of a sentence ("and is mirrored daily ...": the splitter
-    ended the sentence inside a URL, a path or an abbreviation). A line of an option listing is
-    a unit of its own, though it has no full stop (a chunk that opens inside the code block of a
-    command's usage reads it as prose)."""
+    ended the sentence inside a URL, a path or an abbreviation)."""
     merged: list[Unit] = []
     for unit in units:
         prev = merged[-1] if merged else None
@@ -171,7 +163,6 @@ def _merge_sentences(units: list[Unit], doc_text: str) -> list[Unit]:
             and prev.kind == unit.kind == "sentence"
             and (not prev.text.endswith((".", "!", "?", ":", ";")) or is_fragment(unit.text))
             and "\n\n" not in doc_text[prev.end : unit.start]
-            and not _OPTION_LISTING.match(doc_text, unit.start)
         ):
             merged[-1] = Unit(prev.start, unit.end, readable(doc_text[prev.start : unit.end]), "sentence")
         else:
