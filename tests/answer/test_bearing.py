@@ -105,6 +105,10 @@ from ._passages import make_passages
         ("Which setting sets the batch size?", "E.g. a larger batch is faster.", False),
         ("Which setting sets the batch size?", "Set sync.batch_size to 64.", True),
         ("How do I print one flat list?", "You can disable this via --group-by=none", True),
+        # a command after the verb that runs it, not a noun phrase after a verb
+        ("How do I plot floats?", "To use the style, first use the command set rgbmax 1.0.", True),
+        ("How do I plot floats?", "Some data files use an alternative convention.", False),
+        ("How do I plot floats?", "Then run the file through the filter.", False),
         ("What must I run before plotting floats?", "First use the command set rgbmax 1.0.", True),
         ("What must I run before plotting floats?", "Some RGB components are floating point values.", False),
         # other questions are not decided by a value

@@ -102,10 +102,13 @@ def typed(text: str) -> bool:
 
 # What a how-to answer names: an option, name=value, a `literal`, a snake_case or dotted name, a
 # path, or a command after the verb that runs it ("first use the command set rgbmax 1.0"); not
-# an acronym ("RGB components")
+# an acronym ("RGB components"), nor a verb before a noun phrase ("some data files use an
+# alternative convention")
 _COMMAND = re.compile(
     rf"(?<![\w-])--?[A-Za-z][\w-]*|\b\w+\s?=\s?\S|`[^`]+`|{_DOTTED}|(?<![\w.])/[\w.-]+/|"
-    r"\b(?:command|run|use|type|execute|enter|invoke)\s+[`'\"‘“]?[a-z][\w.-]*\s+[\w.-]+"
+    r"\b(?:command|run|use|type|execute|enter|invoke)\s+[`'\"‘“]?"
+    r"(?!(?:a|an|the|this|that|these|those|it|its|them|their|your|our|some|any|all|each|one|of|to|in|on|"
+    r"for|with|as|and|or|by|from|at|is|are|be)\b)[a-z][\w.-]*\s+[\w.-]+"
 )
 
 
