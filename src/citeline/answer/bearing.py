@@ -263,6 +263,7 @@ def _names_someone(text: str) -> bool:
 
 
 def _without_years(slot: Slot, text: str) -> str:
+    """``text`` with the years the question names blanked out."""
     for year in slot.years:
         text = re.sub(rf"(?<!\d){year}(?!\d)", " ", text)
     return text

@@ -465,7 +465,7 @@ def predicate_of(question: str) -> tuple[str, ...]:
         # past participle there is a verb ("Who was the first person awarded ...")
         copula = (m.group("aux") or "").lower() in ("is", "are", "was", "were")
         base = lowered in _BASE_VERBS and not (copula and m.group("article"))
-        # a verb in "-es" comes first ("Who owns ..."); later it is a plural in the subject's
+        # a verb in "-es" comes first ("Who makes ..."); later it is a plural in the subject's
         # name ("When was xenoblade chronicles 2 released?")
         inflected = lowered.endswith("ed") or (lowered.endswith("es") and i == 0)
         if word[0].islower() and lowered not in _AUXILIARY and (inflected or base):
