@@ -24,9 +24,9 @@ _I = re.IGNORECASE
 # context states a value of their kind about their subject: "How many keys can ssh-agent hold?"
 # over passages that state no number about keys
 REFUSED_WITHOUT_VALUE = frozenset({"quantity"})
-# Questions for a value whose context is widened when no chunk of it states one (every question
-# refused for want of one), and by how many chunks at most (answer/answerer.py, ``deeper_context``)
-DEEPER_ATTRIBUTES = VALUE_ATTRIBUTES | REFUSED_WITHOUT_VALUE
+# Every question for a value: refused when no unit of its context states one (``missing_value``),
+# after its context is widened by at most DEEPER_HITS chunks that do (``deeper_context``)
+ASKS_VALUE = VALUE_ATTRIBUTES | REFUSED_WITHOUT_VALUE
 DEEPER_HITS = 3
 _NUMBER = re.compile(
     r"\d|\b(?:zero|one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|twenty|thirty|"
@@ -262,10 +262,15 @@ def _names_someone(text: str) -> bool:
     )
 
 
+def _year(year: str) -> str:
+    """A year the question names, as text states it: not a piece of a longer number."""
+    return rf"(?<!\d){year}(?!\d)"
+
+
 def _without_years(slot: Slot, text: str) -> str:
     """``text`` with the years the question names blanked out."""
     for year in slot.years:
-        text = re.sub(rf"(?<!\d){year}(?!\d)", " ", text)
+        text = re.sub(_year(year), " ", text)
     return text
 
 
@@ -325,7 +330,7 @@ def bears(slot: Slot, text: str, context: str, entry: str = "") -> bool:
         states_value(slot, text)
         and bound_to_subject(slot, bound)
         and not another_entry(slot, text, entry)
-        and all(re.search(rf"(?<!\d){year}(?!\d)", bound) for year in slot.years)
+        and all(re.search(_year(year), bound) for year in slot.years)
         and all(re.search(rf"\b{re.escape(unit)}", bound, _I) for unit in slot.per)
     )
 
@@ -364,7 +369,7 @@ def deeper_context(
     it): retrieval is generous (``top_k``), the context is small, and the chunk that gives the
     value is often ranked below those that describe the setting (golden dev: "SQLite support
     was introduced with Postfix version 2.8." at rank 12)."""
-    if slot.attribute not in DEEPER_ATTRIBUTES or any(bearing_texts(slot, h.chunk, h.title) for h in context):
+    if slot.attribute not in ASKS_VALUE or any(bearing_texts(slot, h.chunk, h.title) for h in context):
         return list(context)
     chosen = {h.chunk.id for h in context}
     deeper: list[Hit] = []
@@ -388,7 +393,6 @@ def missing_value(slot: Slot, passages: Sequence[Passage]) -> str | None:
     """Why the context cannot answer: the question asks for a value (a default, a limit, a
     version) and no unit states one about its subject. None when some unit does, or when the
     question does not ask for such a value."""
-    asks_value = slot.wants_value or slot.attribute in REFUSED_WITHOUT_VALUE
-    if not asks_value or not passages or bearing_units(slot, passages):
+    if slot.attribute not in ASKS_VALUE or not passages or bearing_units(slot, passages):
         return None
     return f"no passage states {slot.describe()}"
